@@ -1,0 +1,6 @@
+import type { Command } from 'commander';
+
+/** Every CLI command registers itself on the root program; this list is the only wiring point. */
+export type RegisterCommand = (program: Command) => void;
+
+export const commands: RegisterCommand[] = [];

@@ -1,0 +1,17 @@
+/** Runs `close` once on SIGINT/SIGTERM, then exits; a second signal exits at once. */
+export function onShutdown(close: () => Promise<void>): void {
+  let closing = false;
+  const handler = (signal: NodeJS.Signals): void => {
+    if (closing) process.exit(130);
+    closing = true;
+    close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error(`shutdown after ${signal} failed:`, err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+}
