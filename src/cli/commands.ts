@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
+import { registerClassify } from './classify.js';
 
 /** Every CLI command registers itself on the root program; this list is the only wiring point. */
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [];
+export const commands: RegisterCommand[] = [registerClassify];

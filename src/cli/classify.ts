@@ -1,0 +1,74 @@
+import type { Command } from 'commander';
+import { readFile } from 'node:fs/promises';
+import {
+  dispatchCapabilitiesForProfile,
+  DispatchProfileError,
+  ENGINE_KINDS,
+  explainEngineProfile,
+  type EngineKind,
+} from '../protocol/index.js';
+
+interface ClassifyOptions {
+  engine?: EngineKind;
+  profile?: string;
+  json?: boolean;
+}
+
+/** Exit code for bad input (unreadable file, invalid JSON, invalid dispatch_profile). */
+const EXIT_BAD_INPUT = 2;
+
+export function registerClassify(program: Command): void {
+  program
+    .command('classify')
+    .description('print the dispatch profile and capabilities of an engine config, and which key decided')
+    .argument(
+      '<engine-config.json>',
+      'vLLM engine config (kv_transfer_config, dispatch_profile) or endpoint config (engine_type, deploy_config)',
+    )
+    .option(
+      '--engine <kind>',
+      `engine kind: ${ENGINE_KINDS.join('|')} (default: engine_type in the file, else vllm)`,
+    )
+    .option(
+      '--profile <profile>',
+      'explicit dispatch_profile override (trigger, handoff, bootstrap, or a plan name)',
+    )
+    .option('--json', 'print the result as JSON')
+    .action(async (file: string, opts: ClassifyOptions) => {
+      process.exitCode = await classify(file, opts);
+    });
+}
+
+async function classify(file: string, opts: ClassifyOptions): Promise<number> {
+  if (opts.engine !== undefined && !(ENGINE_KINDS as readonly string[]).includes(opts.engine)) {
+    console.error(`motor classify: --engine must be one of ${ENGINE_KINDS.join(', ')}, got '${opts.engine}'`);
+    return EXIT_BAD_INPUT;
+  }
+  let config: unknown;
+  try {
+    config = JSON.parse(await readFile(file, 'utf8'));
+  } catch (err) {
+    console.error(`motor classify: cannot read ${file}: ${(err as Error).message}`);
+    return EXIT_BAD_INPUT;
+  }
+  let explanation;
+  try {
+    explanation = explainEngineProfile(config, opts.engine, opts.profile);
+  } catch (err) {
+    if (!(err instanceof DispatchProfileError)) throw err;
+    console.error(`motor classify: ${file}: ${err.message}`);
+    return EXIT_BAD_INPUT;
+  }
+  const capabilities = dispatchCapabilitiesForProfile(explanation.profile);
+  if (opts.json) {
+    console.log(JSON.stringify({ ...explanation, dispatch_capabilities: capabilities }));
+    return 0;
+  }
+  console.log(`engine:       ${explanation.engine}`);
+  console.log(`profile:      ${explanation.profile}`);
+  console.log(
+    `capabilities: ${capabilities.length ? capabilities.join(', ') : '(none: fail closed, not routable for P/D)'}`,
+  );
+  console.log(`decided by:   ${explanation.decidedBy} (${explanation.reason})`);
+  return 0;
+}

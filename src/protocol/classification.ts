@@ -1,0 +1,155 @@
+import {
+  DISPATCH_PROFILE_KEY,
+  KV_CONNECTOR_EXTRA_CONFIG_KEY,
+  KV_CONNECTOR_KEY,
+  KV_CONNECTORS_KEY,
+  KV_TRANSFER_CONFIG_KEY,
+} from './constants.js';
+import { DispatchPlan, DispatchProfile } from './enums.js';
+import { configGet, isPlainRecord, normalized, pyRepr, pyStr, pyTruthy } from './python-values.js';
+
+const VLLM_HANDOFF_CONNECTORS: ReadonlySet<string> = new Set([
+  'mooncakeconnectorv1',
+  'mooncakehybridconnector',
+  'nixlconnector',
+]);
+const VLLM_TRIGGER_CONNECTORS: ReadonlySet<string> = new Set(['mooncakelayerwiseconnector']);
+
+const ALLOWED_EXPLICIT_PROFILES = [
+  DispatchProfile.TRIGGER,
+  DispatchProfile.HANDOFF,
+  DispatchProfile.BOOTSTRAP,
+];
+
+/** Raised for an invalid explicit `dispatch_profile`, like the seed's `ValueError`. */
+export class DispatchProfileError extends Error {
+  constructor(readonly value: unknown) {
+    super(
+      `Unsupported dispatch_profile ${pyRepr(value)}. Allowed values: ${ALLOWED_EXPLICIT_PROFILES.join(', ')}.`,
+    );
+    this.name = 'DispatchProfileError';
+  }
+}
+
+/** A classification together with the config key that decided it (for `motor classify`). */
+export interface ProfileExplanation {
+  profile: DispatchProfile;
+  /** Dotted path of the deciding key, e.g. `kv_transfer_config.kv_connector`. */
+  decidedBy: string;
+  reason: string;
+}
+
+/** Classify vLLM P/D coordination semantics from an explicit profile or the connector whitelist. */
+export function classifyVllmDispatchProfile(
+  engineConfig: unknown,
+  explicitProfile?: unknown,
+): DispatchProfile {
+  return explainVllmDispatchProfile(engineConfig, explicitProfile).profile;
+}
+
+export function explainVllmDispatchProfile(
+  engineConfig: unknown,
+  explicitProfile?: unknown,
+): ProfileExplanation {
+  const fromArgument = pyTruthy(explicitProfile);
+  const explicit = fromArgument ? explicitProfile : configGet(engineConfig, DISPATCH_PROFILE_KEY);
+  const profile = parseExplicitProfile(explicit);
+  if (profile !== null) {
+    const decidedBy = fromArgument ? 'explicit dispatch_profile argument' : DISPATCH_PROFILE_KEY;
+    return { profile, decidedBy, reason: `explicit profile ${pyRepr(explicit)}` };
+  }
+  return classifyKvTransferConfig(
+    configGet(engineConfig, KV_TRANSFER_CONFIG_KEY, {}),
+    KV_TRANSFER_CONFIG_KEY,
+  );
+}
+
+function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): ProfileExplanation {
+  if (!isPlainRecord(kvTransferConfig)) {
+    return unknown(path, `${path} is missing or not an object`);
+  }
+  const connectorPath = `${path}.${KV_CONNECTOR_KEY}`;
+  const connector = normalized(kvTransferConfig[KV_CONNECTOR_KEY]);
+  if (connector === 'multiconnector') return classifyMultiConnector(kvTransferConfig, path);
+  if (VLLM_HANDOFF_CONNECTORS.has(connector)) {
+    return {
+      profile: DispatchProfile.HANDOFF,
+      decidedBy: connectorPath,
+      reason: `${connector} is a handoff connector`,
+    };
+  }
+  if (VLLM_TRIGGER_CONNECTORS.has(connector)) {
+    return {
+      profile: DispatchProfile.TRIGGER,
+      decidedBy: connectorPath,
+      reason: `${connector} is a trigger connector`,
+    };
+  }
+  const shown =
+    connector === '' ? 'no connector' : `connector ${pyRepr(pyStr(kvTransferConfig[KV_CONNECTOR_KEY]))}`;
+  return unknown(connectorPath, `${shown} is not a known P/D connector (fail closed)`);
+}
+
+function classifyMultiConnector(kvTransferConfig: Record<string, unknown>, path: string): ProfileExplanation {
+  const extraPath = `${path}.${KV_CONNECTOR_EXTRA_CONFIG_KEY}`;
+  const extraConfig = configGet(kvTransferConfig, KV_CONNECTOR_EXTRA_CONFIG_KEY, {});
+  if (!isPlainRecord(extraConfig)) return unknown(extraPath, `${extraPath} is not an object`);
+  const connectorsPath = `${extraPath}.${KV_CONNECTORS_KEY}`;
+  const connectors = configGet(extraConfig, KV_CONNECTORS_KEY, []);
+  if (!Array.isArray(connectors) || connectors.length < 2) {
+    return unknown(
+      connectorsPath,
+      `MultiConnector needs a list of at least 2 connectors in ${connectorsPath}`,
+    );
+  }
+  const transport: unknown = connectors[0];
+  if (!isPlainRecord(transport))
+    return unknown(`${connectorsPath}[0]`, `${connectorsPath}[0] is not an object`);
+  return classifyKvTransferConfig(transport, `${connectorsPath}[0]`);
+}
+
+function unknown(decidedBy: string, reason: string): ProfileExplanation {
+  return { profile: DispatchProfile.UNKNOWN, decidedBy, reason };
+}
+
+function parseExplicitProfile(value: unknown): DispatchProfile | null {
+  if (value === null || value === undefined) return null;
+  const text = pyStr(value).trim().toLowerCase();
+  if (!text) return null;
+  if (text === DispatchPlan.PREFILL_HANDOFF_DECODE) return DispatchProfile.HANDOFF;
+  if (text === DispatchPlan.CONCURRENT_ENGINE_SYNC) return DispatchProfile.TRIGGER;
+  if (text === DispatchProfile.UNKNOWN) return null;
+  if ((ALLOWED_EXPLICIT_PROFILES as string[]).includes(text)) return text as DispatchProfile;
+  throw new DispatchProfileError(value);
+}
+
+/** The seed's IConfig-like object: an endpoint config reached by a getter or held as plain data. */
+export interface EndpointConfigSource {
+  get_endpoint_config?: () => unknown;
+  endpoint_config?: unknown;
+}
+
+/** Resolve the vLLM dispatch profile from an engine-server config (`engine_type`, `deploy_config`). */
+export function inferVllmDispatchProfileFromConfig(
+  config: EndpointConfigSource | null | undefined,
+): DispatchProfile {
+  if (config === null || config === undefined) return DispatchProfile.UNKNOWN;
+  const endpointConfig =
+    typeof config.get_endpoint_config === 'function' ? config.get_endpoint_config() : config.endpoint_config;
+  if (endpointConfig === null || endpointConfig === undefined) return DispatchProfile.UNKNOWN;
+  if (normalized(configGet(endpointConfig, 'engine_type')) !== 'vllm') return DispatchProfile.UNKNOWN;
+  const deployConfig = configGet(endpointConfig, 'deploy_config');
+  if (deployConfig === null || deployConfig === undefined) return DispatchProfile.UNKNOWN;
+  return classifyVllmDispatchProfile(
+    configGet(deployConfig, 'engine_config'),
+    configGet(deployConfig, DISPATCH_PROFILE_KEY),
+  );
+}
+
+export function dispatchCapabilitiesForProfile(profile: DispatchProfile): DispatchPlan[] {
+  if (profile === DispatchProfile.HANDOFF) return [DispatchPlan.PREFILL_HANDOFF_DECODE];
+  if (profile === DispatchProfile.TRIGGER || profile === DispatchProfile.BOOTSTRAP) {
+    return [DispatchPlan.CONCURRENT_ENGINE_SYNC];
+  }
+  return [];
+}

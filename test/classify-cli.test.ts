@@ -1,0 +1,60 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const bin = fileURLToPath(new URL('../bin/motor.js', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'motor-classify-'));
+
+function classify(config: string, ...args: string[]) {
+  const file = join(dir, `${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, config);
+  return spawnSync(process.execPath, [bin, 'classify', file, ...args], { encoding: 'utf8' });
+}
+
+describe('motor classify', () => {
+  it.each([
+    [
+      '{"kv_transfer_config":{"kv_connector":"NixlConnector"}}',
+      [],
+      /profile:\s+handoff[\s\S]*capabilities: prefill_handoff_decode[\s\S]*decided by:\s+kv_transfer_config.kv_connector/,
+    ],
+    [
+      '{"kv_transfer_config":{"kv_connector":"MooncakeLayerwiseConnector"}}',
+      [],
+      /profile:\s+trigger[\s\S]*concurrent_engine_sync/,
+    ],
+    ['{"kv_transfer_config":{"kv_connector":"Mystery"}}', [], /profile:\s+unknown[\s\S]*fail closed/],
+    ['{}', ['--engine', 'sglang'], /profile:\s+bootstrap[\s\S]*concurrent_engine_sync/],
+  ])('%s %o', (config, args, pattern) => {
+    const run = classify(config, ...args);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(pattern);
+  });
+
+  it('prints JSON', () => {
+    const run = classify('{"dispatch_profile":"prefill_handoff_decode"}', '--json');
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      profile: 'handoff',
+      decidedBy: 'dispatch_profile',
+      dispatch_capabilities: ['prefill_handoff_decode'],
+    });
+  });
+
+  it.each([
+    [
+      '{"dispatch_profile":"magic"}',
+      [],
+      /Unsupported dispatch_profile 'magic'. Allowed values: trigger, handoff, bootstrap/,
+    ],
+    ['{}', ['--profile', 'fast'], /Unsupported dispatch_profile 'fast'/],
+    ['{not json', [], /cannot read/],
+    ['{}', ['--engine', 'tgi'], /--engine must be one of vllm, sglang/],
+  ])('exits 2 on bad input %s %o', (config, args, pattern) => {
+    const run = classify(config, ...args);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(pattern);
+  });
+});
