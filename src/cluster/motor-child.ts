@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const MOTOR_BIN = fileURLToPath(new URL('../../bin/motor.js', import.meta.url));
+
+export interface MotorChild {
+  /** Base URL from the process's `listening` log line. */
+  url: string;
+  child: ChildProcess;
+  /** Every JSON log line seen so far (bounded to the most recent `maxLogLines`). */
+  logs: Record<string, unknown>[];
+  /** SIGTERM, then SIGKILL after `killAfterMs`; resolves when the process has exited. */
+  stop(killAfterMs?: number): Promise<void>;
+}
+
+export interface SpawnMotorOptions {
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+  maxLogLines?: number;
+  /** Called with each non-JSON or JSON stdout line, e.g. to forward logs. */
+  onLine?: (line: string) => void;
+}
+
+/**
+ * Starts `motor <args>` as a separate process (the built CLI, exactly as a user runs it) and resolves
+ * once it logs `{"msg":"listening","url":...}`. Rejects with the process's stderr if it exits first or
+ * does not bind within the timeout — never hangs.
+ */
+export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}): Promise<MotorChild> {
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  const maxLogLines = opts.maxLogLines ?? 10_000;
+  const child = spawn(process.execPath, [MOTOR_BIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: opts.env ?? process.env,
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    if (stderr.length < 64_000) stderr += d.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (killAfterMs = 5_000): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  const label = `motor ${args.join(' ')}`;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${label} did not listen within ${timeoutMs} ms\n${stderr}`));
+    }, timeoutMs);
+    const onEarlyExit = (code: number | null): void => {
+      clearTimeout(timer);
+      reject(new Error(`${label} exited with ${code} before listening\n${stderr}`));
+    };
+    child.once('exit', onEarlyExit);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      opts.onLine?.(line);
+      if (line[0] !== '{') return;
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      if (logs.length >= maxLogLines) logs.shift();
+      logs.push(entry);
+      if (entry.msg === 'listening' && typeof entry.url === 'string') {
+        clearTimeout(timer);
+        child.off('exit', onEarlyExit);
+        resolve({ url: entry.url, child, logs, stop });
+      }
+    });
+  });
+}
