@@ -1,0 +1,215 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import { createLogger } from '../common/logger.js';
+import { onShutdown } from '../common/shutdown.js';
+import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
+import { startSimulator } from '../simulator/server.js';
+import type { FaultConfig } from '../simulator/faults.js';
+
+function num(name: string, min = 0): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < min) throw new InvalidArgumentError(`${name} must be a number >= ${min}`);
+    return n;
+  };
+}
+function int(name: string, min = 0): (v: string) => number {
+  return (v) => {
+    const n = num(name, min)(v);
+    if (!Number.isInteger(n)) throw new InvalidArgumentError(`${name} must be an integer`);
+    return n;
+  };
+}
+
+/** `motor sim`: a vLLM/SGLang-compatible fake engine (see README "motor sim" for every flag). */
+export function registerSim(program: Command): void {
+  const d = defaultSimOptions();
+  program
+    .command('sim')
+    .description('run the engine simulator (vLLM/SGLang-compatible fake engine with P/D semantics)')
+    .option('--host <host>', 'listen host', d.host)
+    .option('--port <port>', 'listen port (0 = any free port)', int('--port'), d.port)
+    .option(
+      '--advertise-host <host>',
+      'host put into kv_transfer_params / metaserver bodies (default: listen host)',
+    )
+    .option('--model <name>', 'served model name', d.model)
+    .addOption(
+      new Option('--engine <engine>', 'engine to imitate').choices(['vllm', 'sglang']).default(d.engine),
+    )
+    .addOption(
+      new Option('--role <role>', 'P/D role').choices(['prefill', 'decode', 'union']).default(d.role),
+    )
+    .option('--kv-connector <name>', 'vLLM kv_connector name (reported in /debug/info)')
+    .option('--engine-id <id>', 'engine id used as remote_engine_id (default: random UUID)')
+    .option(
+      '--time-scale <x>',
+      'multiplies every model delay; 0 = no delays',
+      num('--time-scale'),
+      d.timeScale,
+    )
+    .option(
+      '--prefill-overhead-ms <ms>',
+      'fixed TTFT overhead',
+      num('--prefill-overhead-ms'),
+      d.prefillOverheadMs,
+    )
+    .option(
+      '--prefill-ms-per-token <ms>',
+      'prefill time per uncached prompt token',
+      num('--prefill-ms-per-token'),
+      d.prefillMsPerToken,
+    )
+    .option(
+      '--itl-ms <ms>',
+      'decode step (inter-token latency) with one running sequence',
+      num('--itl-ms'),
+      d.itlMs,
+    )
+    .option(
+      '--load-slowdown <x>',
+      'extra decode step time per additional running sequence (fraction)',
+      num('--load-slowdown'),
+      d.loadSlowdown,
+    )
+    .option(
+      '--max-num-seqs <n>',
+      'running batch limit; further requests queue FIFO',
+      int('--max-num-seqs', 1),
+      d.maxNumSeqs,
+    )
+    .option(
+      '--max-model-len <n>',
+      'prompt + max_tokens limit (400 beyond)',
+      int('--max-model-len', 1),
+      d.maxModelLen,
+    )
+    .option(
+      '--default-max-tokens <n>',
+      'output length when the request sets no max_tokens',
+      int('--default-max-tokens', 1),
+      d.defaultMaxTokens,
+    )
+    .option('--block-size <n>', 'KV block size in tokens', int('--block-size', 1), d.blockSize)
+    .option('--kv-blocks <n>', 'KV / prefix cache capacity in blocks', int('--kv-blocks'), d.kvBlocks)
+    .option(
+      '--kv-transfer-ms-per-block <ms>',
+      'simulated KV transfer time per block',
+      num('--kv-transfer-ms-per-block'),
+      d.kvTransferMsPerBlock,
+    )
+    .option(
+      '--kv-lease-ms <ms>',
+      'how long a prefill holds unread handoff blocks (wall clock)',
+      int('--kv-lease-ms', 1),
+      d.kvLeaseMs,
+    )
+    .option(
+      '--kv-wait-ms <ms>',
+      'decode: bound on KV pull / metaserver + push wait (wall clock)',
+      int('--kv-wait-ms', 1),
+      d.kvWaitMs,
+    )
+    .option(
+      '--bootstrap-timeout-ms <ms>',
+      'SGLang: bound on either side waiting for its peer (wall clock)',
+      int('--bootstrap-timeout-ms', 1),
+      d.bootstrapTimeoutMs,
+    )
+    .option(
+      '--max-body-bytes <n>',
+      'request body limit (413 beyond)',
+      int('--max-body-bytes', 1),
+      d.maxBodyBytes,
+    )
+    .option('--record-max <n>', 'request recorder ring size (0 = off)', int('--record-max'), d.recordMax)
+    .option('--ledger-max <n>', 'finished requests kept by the ledger', int('--ledger-max'), d.ledgerMax)
+    .option(
+      '--fault-error-rate <p>',
+      'fraction of requests failed with --fault-error-status (seeded)',
+      num('--fault-error-rate'),
+    )
+    .option('--fault-error-every <n>', 'fail every Nth request', int('--fault-error-every'))
+    .option('--fault-error-next <n>', 'fail the next N requests', int('--fault-error-next'))
+    .option('--fault-error-status <code>', '500, 503, 429 or 400', int('--fault-error-status'))
+    .option('--fault-seed <n>', 'seed of the error-rate PRNG', int('--fault-seed'))
+    .option(
+      '--fault-hang-ms <ms>',
+      'hang before the first token (-1 = until the client leaves)',
+      int('--fault-hang-ms', -1),
+    )
+    .option(
+      '--fault-die-after-tokens <n>',
+      'drop the connection after N output tokens',
+      int('--fault-die-after-tokens'),
+    )
+    .option('--fault-slow-decode <x>', 'multiply decode step time', num('--fault-slow-decode'))
+    .option(
+      '--fault-refuse-connections <n>',
+      'close the next N accepted connections (-1 = all)',
+      int('--fault-refuse-connections', -1),
+    )
+    .option('--fault-match-path <path>', 'only inject faults on this route')
+    .addOption(
+      new Option('--fault-match-kv <which>', 'only requests with/without P/D fields').choices([
+        'any',
+        'with',
+        'without',
+      ]),
+    )
+    .action(async (o: Record<string, unknown>) => {
+      const faults: Partial<FaultConfig> = {};
+      const map: Array<[string, keyof FaultConfig]> = [
+        ['faultErrorRate', 'error_rate'],
+        ['faultErrorEvery', 'error_every'],
+        ['faultErrorNext', 'error_next'],
+        ['faultErrorStatus', 'error_status'],
+        ['faultSeed', 'seed'],
+        ['faultHangMs', 'hang_before_first_token_ms'],
+        ['faultDieAfterTokens', 'die_after_tokens'],
+        ['faultSlowDecode', 'slow_decode_factor'],
+        ['faultRefuseConnections', 'refuse_connections'],
+        ['faultMatchPath', 'match_path'],
+        ['faultMatchKv', 'match_kv'],
+      ];
+      for (const [flag, key] of map)
+        if (o[flag] !== undefined) (faults as Record<string, unknown>)[key] = o[flag];
+      const opts: Partial<SimOptions> = {
+        host: o.host as string,
+        port: o.port as number,
+        advertiseHost: (o.advertiseHost as string | undefined) ?? null,
+        model: o.model as string,
+        engine: o.engine as SimOptions['engine'],
+        role: o.role as SimOptions['role'],
+        kvConnector: (o.kvConnector as string | undefined) ?? null,
+        engineId: (o.engineId as string | undefined) ?? d.engineId,
+        timeScale: o.timeScale as number,
+        prefillOverheadMs: o.prefillOverheadMs as number,
+        prefillMsPerToken: o.prefillMsPerToken as number,
+        itlMs: o.itlMs as number,
+        loadSlowdown: o.loadSlowdown as number,
+        maxNumSeqs: o.maxNumSeqs as number,
+        maxModelLen: o.maxModelLen as number,
+        defaultMaxTokens: o.defaultMaxTokens as number,
+        blockSize: o.blockSize as number,
+        kvBlocks: o.kvBlocks as number,
+        kvTransferMsPerBlock: o.kvTransferMsPerBlock as number,
+        kvLeaseMs: o.kvLeaseMs as number,
+        kvWaitMs: o.kvWaitMs as number,
+        bootstrapTimeoutMs: o.bootstrapTimeoutMs as number,
+        maxBodyBytes: o.maxBodyBytes as number,
+        recordMax: o.recordMax as number,
+        ledgerMax: o.ledgerMax as number,
+        faults,
+      };
+      const logger = createLogger('motor-sim');
+      let sim;
+      try {
+        sim = await startSimulator(opts, logger);
+      } catch (err) {
+        console.error(`motor sim: ${(err as Error).message}`);
+        process.exit(1);
+      }
+      onShutdown(() => sim.close());
+    });
+}

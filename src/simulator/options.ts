@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto';
+import type { FaultConfig } from './faults.js';
+
+export type SimRole = 'prefill' | 'decode' | 'union';
+export type SimEngine = 'vllm' | 'sglang';
+
+/** Every simulator setting; `motor sim` flags map 1:1 onto these (see README "motor sim"). */
+export interface SimOptions {
+  host: string;
+  port: number;
+  /** Host put into kv_transfer_params.remote_host / metaserver bodies (default: `host`, or 127.0.0.1 for wildcard). */
+  advertiseHost: string | null;
+  model: string;
+  engine: SimEngine;
+  role: SimRole;
+  kvConnector: string | null;
+  engineId: string;
+  // timing model
+  timeScale: number;
+  prefillOverheadMs: number;
+  prefillMsPerToken: number;
+  itlMs: number;
+  loadSlowdown: number;
+  maxNumSeqs: number;
+  maxModelLen: number;
+  defaultMaxTokens: number;
+  // KV / prefix cache
+  blockSize: number;
+  kvBlocks: number;
+  kvTransferMsPerBlock: number;
+  kvLeaseMs: number;
+  kvWaitMs: number;
+  bootstrapTimeoutMs: number;
+  // limits & debug
+  maxBodyBytes: number;
+  recordMax: number;
+  ledgerMax: number;
+  faults: Partial<FaultConfig>;
+}
+
+/**
+ * Defaults resemble a 7B model on one A100-class GPU: ~10k prompt tokens/s prefill (0.1 ms/token)
+ * plus 10 ms fixed overhead, 15 ms per decode step (~65 tokens/s per sequence), 256 sequences per
+ * batch, ~100k tokens of KV (6144 blocks × 16), and 0.3 ms per 16-token block over RDMA.
+ */
+export function defaultSimOptions(): SimOptions {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    advertiseHost: null,
+    model: 'motor-sim-7b',
+    engine: 'vllm',
+    role: 'union',
+    kvConnector: null,
+    engineId: randomUUID(),
+    timeScale: 1,
+    prefillOverheadMs: 10,
+    prefillMsPerToken: 0.1,
+    itlMs: 15,
+    loadSlowdown: 0.002,
+    maxNumSeqs: 256,
+    maxModelLen: 32768,
+    defaultMaxTokens: 16,
+    blockSize: 16,
+    kvBlocks: 6144,
+    kvTransferMsPerBlock: 0.3,
+    kvLeaseMs: 480_000,
+    kvWaitMs: 30_000,
+    bootstrapTimeoutMs: 30_000,
+    maxBodyBytes: 4 * 1024 * 1024,
+    recordMax: 1000,
+    ledgerMax: 1000,
+    faults: {},
+  };
+}

@@ -1,0 +1,235 @@
+import { isPlainObject, type JsonParseResult } from '../common/http.js';
+import { renderChat, tokenize } from './tokens.js';
+
+/**
+ * JSON.parse that keeps `bootstrap_room` exact: SGLang rooms are 63-bit integers and may arrive as
+ * JSON numbers beyond 2^53, so integer literals with ≥ 16 digits become decimal strings before
+ * parsing. Rooms are always compared by their decimal string.
+ */
+export function parseJsonPreservingRoom(text: string): JsonParseResult {
+  let src = text;
+  if (src.includes('"bootstrap_room"')) {
+    src = src.replace(/"bootstrap_room"(\s*):(\s*)(-?\d{16,})(?=\s*[,}\]])/g, '"bootstrap_room"$1:$2"$3"');
+  }
+  try {
+    return { ok: true, value: JSON.parse(src) as unknown };
+  } catch (err) {
+    return { ok: false, message: `invalid JSON body: ${(err as Error).message}` };
+  }
+}
+
+export class RequestError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export interface BootstrapInfo {
+  host: string;
+  port: number;
+  /** Decimal string of the 63-bit room. */
+  room: string;
+}
+
+export interface GenRequest {
+  kind: 'chat' | 'completion';
+  model: string;
+  promptIds: number[];
+  /** Rendered prompt text (null when the prompt was given as token ids). */
+  promptText: string | null;
+  maxTokens: number;
+  /** No max_tokens given: the default length counts as a natural stop. */
+  naturalStop: boolean;
+  minTokens: number;
+  stop: Set<string> | null;
+  stream: boolean;
+  includeUsage: boolean;
+  returnTokenIds: boolean;
+  seed: number | null;
+  /** `request_id` (vLLM) or `rid` (SGLang) from the body. */
+  bodyRequestId: string | null;
+  kv: Record<string, unknown> | null;
+  bootstrap: BootstrapInfo | null;
+}
+
+function optInt(body: Record<string, unknown>, key: string, min: number): number | null {
+  const v = body[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isInteger(v)) {
+    throw new RequestError(400, `'${key}' must be an integer`, key);
+  }
+  if (v < min) throw new RequestError(400, `'${key}' must be >= ${min}, got ${v}`, key);
+  return v;
+}
+
+function optBool(body: Record<string, unknown>, key: string): boolean {
+  const v = body[key];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean') throw new RequestError(400, `'${key}' must be a boolean`, key);
+  return v;
+}
+
+function messageContent(content: unknown, i: number): string {
+  if (typeof content === 'string') return content;
+  if (content === null || content === undefined) return '';
+  if (Array.isArray(content)) {
+    let s = '';
+    for (const part of content) {
+      if (!isPlainObject(part) || (part.type === 'text' && typeof part.text !== 'string')) {
+        throw new RequestError(
+          400,
+          `'messages[${i}].content' parts must be {type:"text",text:string}`,
+          'messages',
+        );
+      }
+      if (part.type === 'text') s += part.text as string;
+    }
+    return s;
+  }
+  throw new RequestError(400, `'messages[${i}].content' must be a string or an array of parts`, 'messages');
+}
+
+/** Validates a chat or completion body the way vLLM's OpenAI server does (subset) and tokenises it. */
+export function parseGenRequest(
+  kind: 'chat' | 'completion',
+  value: unknown,
+  defaults: { defaultMaxTokens: number; maxModelLen: number },
+): GenRequest {
+  if (!isPlainObject(value)) throw new RequestError(400, 'request body must be a JSON object');
+  const body = value;
+  if (typeof body.model !== 'string' || body.model.length === 0) {
+    throw new RequestError(400, "'model' is required and must be a non-empty string", 'model');
+  }
+  let promptIds: number[];
+  let promptText: string | null;
+  if (kind === 'chat') {
+    const msgs = body.messages;
+    if (!Array.isArray(msgs) || msgs.length === 0) {
+      throw new RequestError(400, "'messages' is required and must be a non-empty array", 'messages');
+    }
+    const rendered = msgs.map((m, i) => {
+      if (!isPlainObject(m) || typeof m.role !== 'string') {
+        throw new RequestError(400, `'messages[${i}]' must be an object with a string 'role'`, 'messages');
+      }
+      return { role: m.role, content: messageContent(m.content, i) };
+    });
+    promptText = renderChat(rendered);
+    promptIds = tokenize(promptText);
+  } else {
+    let p = body.prompt;
+    if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) p = p[0];
+    if (typeof p === 'string') {
+      promptText = p;
+      promptIds = tokenize(p);
+    } else if (
+      Array.isArray(p) &&
+      p.length > 0 &&
+      p.every((t) => Number.isInteger(t) && (t as number) >= 0)
+    ) {
+      promptText = null;
+      promptIds = p as number[];
+    } else if (Array.isArray(p) && p.length > 1) {
+      throw new RequestError(400, 'batched prompts are not supported by the simulator', 'prompt');
+    } else {
+      throw new RequestError(
+        400,
+        "'prompt' is required and must be a string or a non-empty array of token ids",
+        'prompt',
+      );
+    }
+  }
+  if (promptIds.length === 0) throw new RequestError(400, 'the prompt must not be empty', 'prompt');
+
+  const maxTokensRaw = optInt(body, 'max_completion_tokens', 1) ?? optInt(body, 'max_tokens', 1);
+  const maxTokens = maxTokensRaw ?? defaults.defaultMaxTokens;
+  if (promptIds.length + maxTokens > defaults.maxModelLen) {
+    throw new RequestError(
+      400,
+      `This model's maximum context length is ${defaults.maxModelLen} tokens. However, you requested ` +
+        `${promptIds.length + maxTokens} tokens (${promptIds.length} in the messages, ${maxTokens} in the ` +
+        'completion). Please reduce the length of the messages or completion.',
+      kind === 'chat' ? 'messages' : 'prompt',
+    );
+  }
+  const n = optInt(body, 'n', 1);
+  if (n !== null && n > 1) throw new RequestError(400, "'n' > 1 is not supported by the simulator", 'n');
+  const minTokens = optInt(body, 'min_tokens', 0) ?? 0;
+  let stop: Set<string> | null = null;
+  if (typeof body.stop === 'string') stop = new Set([body.stop]);
+  else if (Array.isArray(body.stop) && body.stop.every((s) => typeof s === 'string')) {
+    stop = body.stop.length > 0 ? new Set(body.stop as string[]) : null;
+  } else if (body.stop !== undefined && body.stop !== null) {
+    throw new RequestError(400, "'stop' must be a string or an array of strings", 'stop');
+  }
+  const stream = optBool(body, 'stream');
+  let includeUsage = false;
+  if (body.stream_options !== undefined && body.stream_options !== null) {
+    if (!isPlainObject(body.stream_options)) {
+      throw new RequestError(400, "'stream_options' must be an object", 'stream_options');
+    }
+    if (!stream)
+      throw new RequestError(400, 'Stream options can only be defined when `stream=True`.', 'stream_options');
+    includeUsage = body.stream_options.include_usage === true;
+  }
+  const seedRaw = body.seed;
+  if (
+    seedRaw !== undefined &&
+    seedRaw !== null &&
+    (typeof seedRaw !== 'number' || !Number.isInteger(seedRaw))
+  ) {
+    throw new RequestError(400, "'seed' must be an integer", 'seed');
+  }
+  let bodyRequestId: string | null = null;
+  for (const key of ['request_id', 'rid']) {
+    const v = body[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'string' || v.length === 0)
+      throw new RequestError(400, `'${key}' must be a non-empty string`, key);
+    bodyRequestId ??= v;
+  }
+  let kv: Record<string, unknown> | null = null;
+  if (body.kv_transfer_params !== undefined && body.kv_transfer_params !== null) {
+    if (!isPlainObject(body.kv_transfer_params)) {
+      throw new RequestError(400, "'kv_transfer_params' must be an object", 'kv_transfer_params');
+    }
+    kv = body.kv_transfer_params;
+  }
+  let bootstrap: BootstrapInfo | null = null;
+  if (body.bootstrap_room !== undefined && body.bootstrap_room !== null) {
+    const room = body.bootstrap_room;
+    const roomStr = typeof room === 'number' && Number.isInteger(room) ? String(room) : room;
+    if (typeof roomStr !== 'string' || !/^\d+$/.test(roomStr)) {
+      throw new RequestError(400, "'bootstrap_room' must be a non-negative integer", 'bootstrap_room');
+    }
+    const host = body.bootstrap_host;
+    const port = body.bootstrap_port;
+    if (typeof host !== 'string' || host.length === 0) {
+      throw new RequestError(400, "'bootstrap_host' must be a non-empty string", 'bootstrap_host');
+    }
+    if (typeof port !== 'number' || !Number.isInteger(port) || port <= 0 || port > 65535) {
+      throw new RequestError(400, "'bootstrap_port' must be a port number", 'bootstrap_port');
+    }
+    bootstrap = { host, port, room: BigInt(roomStr).toString() };
+  }
+  return {
+    kind,
+    model: body.model,
+    promptIds,
+    promptText,
+    maxTokens,
+    naturalStop: maxTokensRaw === null,
+    minTokens,
+    stop,
+    stream,
+    includeUsage,
+    returnTokenIds: optBool(body, 'return_token_ids'),
+    seed: typeof seedRaw === 'number' ? seedRaw : null,
+    bodyRequestId,
+    kv,
+    bootstrap,
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * Timing model. All model delays (prefill, decode steps, KV transfer) are multiplied by
+ * `timeScale`; at 0 no timers are used at all. Wall-clock limits (leases, waits, timeouts) are not
+ * scaled.
+ *
+ *   TTFT  = prefillOverheadMs + uncachedPromptTokens × prefillMsPerToken
+ *   step  = itlMs × (1 + loadSlowdown × (running − 1)) × slowDecodeFactor
+ */
+export interface TimingParams {
+  timeScale: number;
+  prefillOverheadMs: number;
+  prefillMsPerToken: number;
+  itlMs: number;
+  loadSlowdown: number;
+  kvTransferMsPerBlock: number;
+}
+
+export function prefillMs(p: TimingParams, uncachedTokens: number): number {
+  return (p.prefillOverheadMs + uncachedTokens * p.prefillMsPerToken) * p.timeScale;
+}
+
+export function decodeStepMs(p: TimingParams, running: number, slowFactor: number): number {
+  return p.itlMs * (1 + p.loadSlowdown * Math.max(0, running - 1)) * slowFactor * p.timeScale;
+}
+
+export function transferMs(p: TimingParams, blocks: number): number {
+  return blocks * p.kvTransferMsPerBlock * p.timeScale;
+}
+
+export class AbortedError extends Error {
+  constructor(readonly reason: string) {
+    super(`aborted: ${reason}`);
+  }
+}
+
+/** Resolves after `ms` (wall clock), or rejects with AbortedError as soon as `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new AbortedError(String(signal.reason ?? 'aborted')));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortedError(String(signal!.reason ?? 'aborted')));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Waits until `signal` aborts (rejects with AbortedError). Used by the hang-forever fault. */
+export function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const fire = (): void => reject(new AbortedError(String(signal.reason ?? 'aborted')));
+    if (signal.aborted) fire();
+    else signal.addEventListener('abort', fire, { once: true });
+  });
+}
+
+export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Deadline-based pacing: each step adds its duration to a virtual deadline and only sleeps once the
+ * deadline is ≥ 1 ms ahead, so sub-millisecond steps still average out to the right rate.
+ */
+export class Pacer {
+  private deadline = performance.now();
+
+  /** Returns the number of ms to sleep now (0 = continue at once). */
+  advance(stepMs: number): number {
+    if (stepMs <= 0) return 0;
+    this.deadline += stepMs;
+    const ahead = this.deadline - performance.now();
+    if (ahead < 1) {
+      if (ahead < -50) this.deadline = performance.now(); // fell far behind: do not burst
+      return 0;
+    }
+    return ahead;
+  }
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (err: Error) => void;
+  cancelled: boolean;
+}
+
+/** `max-num-seqs` running slots with a FIFO waiting queue. */
+export class Scheduler {
+  running = 0;
+  private queue: Waiter[] = [];
+  private head = 0;
+
+  constructor(readonly maxNumSeqs: number) {}
+
+  get waiting(): number {
+    return this.queue.length - this.head - this.cancelledCount;
+  }
+  private cancelledCount = 0;
+
+  /** Resolves when a slot is held; rejects with AbortedError if `signal` aborts while queued. */
+  acquire(signal: AbortSignal): Promise<void> {
+    if (this.running < this.maxNumSeqs && this.waiting === 0) {
+      this.running++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const w: Waiter = { resolve, reject, cancelled: false };
+      this.queue.push(w);
+      signal.addEventListener(
+        'abort',
+        () => {
+          if (w.cancelled) return;
+          w.cancelled = true;
+          this.cancelledCount++;
+          reject(new AbortedError(String(signal.reason ?? 'aborted')));
+        },
+        { once: true },
+      );
+    });
+  }
+
+  release(): void {
+    this.running--;
+    while (this.head < this.queue.length && this.running < this.maxNumSeqs) {
+      const w = this.queue[this.head++]!;
+      if (w.cancelled) {
+        this.cancelledCount--;
+        continue;
+      }
+      w.cancelled = true; // consumed; a later abort must not reject it
+      this.running++;
+      w.resolve();
+    }
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+}

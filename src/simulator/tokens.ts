@@ -1,0 +1,131 @@
+import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
+
+/**
+ * Deterministic tokens for the simulator.
+ *
+ * Prompts are tokenised with the real cl100k_base BPE (gpt-tokenizer ships its vocabulary).
+ * Special-token text in user input is encoded as plain text, never rejected.
+ *
+ * Chat template (documented, stable): every message renders as `<|role|>content\n`; the generation
+ * prompt `<|assistant|>\n` is appended. Content arrays concatenate their `text` parts.
+ *
+ * Output tokens are words from a fixed list, each of which is exactly one cl100k token (with its
+ * leading space), chosen by a seeded PRNG; the same seed always yields the same text.
+ */
+
+const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
+
+export function tokenize(text: string): number[] {
+  return encode(text, NO_SPECIAL);
+}
+
+export interface ChatMessageLike {
+  role: string;
+  content: string;
+}
+
+export function renderChat(messages: readonly ChatMessageLike[]): string {
+  let out = '';
+  for (const m of messages) out += `<|${m.role}|>${m.content}\n`;
+  return out + '<|assistant|>\n';
+}
+
+const WORDS = (
+  'the of and to in is that it for on with as was at by be this from or have an are not but ' +
+  'all they we one can there which their will more when time other new some what about out up ' +
+  'into only over also after first two way well then most any these many people where just like ' +
+  'long make through back much before good year each those work should world great still how ' +
+  'day same under last never because while high small place found part again home old number ' +
+  'water light open river stone cloud green quiet story road bright morning city summer garden ' +
+  'window forest music letter simple market silver winter island field table paper signal engine'
+).split(' ');
+
+export interface OutputVocab {
+  /** Word text including its leading space. */
+  text: string[];
+  /** JSON string literal of `text[i]` (quoted, escaped) for SSE templates. */
+  json: string[];
+  /** cl100k token id of `text[i]`. */
+  ids: number[];
+}
+
+function buildVocab(): OutputVocab {
+  const text: string[] = [];
+  const ids: number[] = [];
+  for (const w of WORDS) {
+    const t = ' ' + w;
+    const enc = tokenize(t);
+    if (enc.length === 1 && !text.includes(t)) {
+      text.push(t);
+      ids.push(enc[0]!);
+    }
+  }
+  return { text, ids, json: text.map((t) => JSON.stringify(t)) };
+}
+
+export const OUTPUT_VOCAB: OutputVocab = buildVocab();
+
+/** 32-bit FNV-1a of a string: the default seed when the request carries none. */
+export function hashString(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** mulberry32: tiny, fast, good enough for picking words. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface PlannedOutput {
+  /** Indices into OUTPUT_VOCAB, in order. */
+  words: Uint16Array;
+  finishReason: 'length' | 'stop';
+}
+
+/**
+ * Plans the whole output up front: `maxTokens` words from the seeded PRNG. When a stop word (an
+ * entry of `stop` equal to a generated word without its leading space) appears at or after
+ * `minTokens`, output ends before it with finish_reason "stop". `naturalStop` marks a request that
+ * gave no max_tokens: reaching the default length then counts as a natural EOS ("stop").
+ */
+export function planOutput(
+  seed: number,
+  maxTokens: number,
+  stop: ReadonlySet<string> | null,
+  minTokens: number,
+  naturalStop: boolean,
+): PlannedOutput {
+  const next = prng(seed);
+  const n = OUTPUT_VOCAB.text.length;
+  const words = new Uint16Array(maxTokens);
+  for (let i = 0; i < maxTokens; i++) {
+    const w = Math.floor(next() * n);
+    if (stop !== null && i >= minTokens && stop.has(OUTPUT_VOCAB.text[w]!.slice(1))) {
+      return { words: words.subarray(0, i), finishReason: 'stop' };
+    }
+    words[i] = w;
+  }
+  return { words, finishReason: naturalStop ? 'stop' : 'length' };
+}
+
+export function outputText(words: Uint16Array): string {
+  let s = '';
+  for (let i = 0; i < words.length; i++) s += OUTPUT_VOCAB.text[words[i]!];
+  return s;
+}
+
+export function outputTokenIds(words: Uint16Array): number[] {
+  const ids = new Array<number>(words.length);
+  for (let i = 0; i < words.length; i++) ids[i] = OUTPUT_VOCAB.ids[words[i]!]!;
+  return ids;
+}
