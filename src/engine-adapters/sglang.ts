@@ -1,0 +1,73 @@
+import { bootstrapRoomFor } from '../protocol/index.js';
+import { adapterError, resolveLeg, usageOf, withoutMotorFields } from './leg-kind.js';
+import type {
+  AbortPlan,
+  AdapterResult,
+  BuildEngineRequestInput,
+  EngineAdapter,
+  EngineRequest,
+  LegKind,
+  ParsedPrefill,
+} from './types.js';
+
+/** Client keys that steer SGLang's disaggregation; only an envelope may set them. */
+const SGLANG_RESERVED_FIELDS = [
+  'bootstrap_host',
+  'bootstrap_port',
+  'bootstrap_room',
+  'kv_transfer_params',
+] as const;
+
+/** SGLang's own default `--disaggregation-bootstrap-port`. */
+export const SGLANG_DEFAULT_BOOTSTRAP_PORT = 8998;
+
+/**
+ * SGLang (bootstrap rendezvous). Both legs carry `bootstrap_host`/`bootstrap_port` of the prefill
+ * engine and `bootstrap_room = bootstrapRoomFor(pair_id, attempt_seq)` (a bigint: serialise with
+ * `stringifyWithBigInt` so the 63-bit room stays exact). The engine request id goes into `rid`.
+ */
+export const sglangAdapter: EngineAdapter = {
+  kind: 'sglang',
+  requestIdField: 'rid',
+  reservedFields: SGLANG_RESERVED_FIELDS,
+
+  legFor(dispatch) {
+    return resolveLeg(dispatch, 'bootstrap', false, 'SGLang');
+  },
+
+  buildEngineRequest(leg: LegKind, input: BuildEngineRequestInput): AdapterResult<EngineRequest> {
+    const { dispatch } = input;
+    const body = withoutMotorFields(input.body);
+    for (const key of SGLANG_RESERVED_FIELDS) delete body[key];
+    body.rid = dispatch.engine_request_id;
+    if (leg === 'bootstrap_prefill' || leg === 'bootstrap_decode') {
+      const address = input.bootstrap;
+      if (!address) {
+        return adapterError(
+          400,
+          "a bootstrap leg needs the prefill engine's bootstrap host and port",
+          '_motor_dispatch.endpoints.prefill',
+        );
+      }
+      body.bootstrap_host = address.host;
+      body.bootstrap_port = address.port;
+      body.bootstrap_room = bootstrapRoomFor(dispatch.pair_id, dispatch.attempt_seq);
+    } else if (leg !== 'single') {
+      return adapterError(400, `SGLang engines do not run ${leg} legs`, '_motor_dispatch.dispatch_mode');
+    }
+    return { ok: true, body, headers: { 'x-request-id': dispatch.engine_request_id } };
+  },
+
+  parsePrefillResponse(leg: LegKind, responseBody: unknown): AdapterResult<ParsedPrefill> {
+    if (leg !== 'bootstrap_prefill') return adapterError(400, `no prefill result for a ${leg} leg`, null);
+    // The KV went to the decode through the room; nothing to hand over but the usage.
+    return { ok: true, payload: {}, usage: usageOf(responseBody) };
+  },
+
+  abortPlan(engineRequestId: string): AbortPlan {
+    return {
+      closeConnection: true,
+      request: { method: 'POST', path: '/abort_request', body: { rid: engineRequestId } },
+    };
+  },
+};
