@@ -1,0 +1,258 @@
+import type { Clock, TimerHandle } from './clock.js';
+import { systemClock } from './clock.js';
+import { TokenBucketLimiter } from './token-bucket-limiter.js';
+
+export interface AdmissionOptions {
+  /** Requests running at once through this coordinator. */
+  readonly maxConcurrent: number;
+  /** Requests waiting for a slot; beyond this they are rejected at once (default 0 = no queue). */
+  readonly maxQueue?: number;
+  /** A queued request is rejected after waiting this long (default 30 000 ms). */
+  readonly queueTimeoutMs?: number;
+  /** Retry-After suggested for overload rejections (default 1 s). */
+  readonly retryAfterSeconds?: number;
+  /** Optional per-API-key token bucket (requests per second). */
+  readonly rateLimit?: { readonly ratePerSecond: number; readonly burst?: number; readonly maxKeys?: number };
+  readonly clock?: Clock;
+}
+
+export type AdmissionRejectionReason =
+  /** Per-key rate limit exceeded → 429. */
+  | 'rate_limited'
+  /** Concurrency limit reached and the queue is full → 503. */
+  | 'queue_full'
+  /** Waited `queueTimeoutMs` without a slot → 503. */
+  | 'queue_timeout'
+  /** The caller's signal aborted while queued (client gone; nothing to render). */
+  | 'aborted'
+  /** The controller was closed (shutdown) → 503. */
+  | 'closed';
+
+/** Typed rejection; the gateway renders `status` with `Retry-After: retryAfterSeconds`. */
+export interface AdmissionRejection {
+  readonly admitted: false;
+  readonly reason: AdmissionRejectionReason;
+  readonly status: 429 | 503;
+  readonly retryAfterSeconds: number;
+  readonly message: string;
+}
+
+/** A granted slot; call `release()` exactly when the request is finished (idempotent). */
+export interface AdmissionTicket {
+  readonly admitted: true;
+  /** Time spent queued. */
+  readonly queuedMs: number;
+  release(): void;
+}
+
+export type AdmissionResult = AdmissionTicket | AdmissionRejection;
+
+interface Waiter {
+  readonly enqueuedMs: number;
+  readonly deadlineMs: number;
+  readonly resolve: (result: AdmissionResult) => void;
+  readonly signal: AbortSignal | undefined;
+  readonly onAbort: () => void;
+  done: boolean;
+}
+
+/**
+ * Per-coordinator admission: a concurrency limit with a bounded FIFO queue and queue timeout, plus an
+ * optional per-API-key token bucket. At most one timer exists at a time (for the head of the queue),
+ * and none while the queue is empty.
+ */
+export class AdmissionController {
+  private readonly maxConcurrent: number;
+  private readonly maxQueue: number;
+  private readonly queueTimeoutMs: number;
+  private readonly retryAfterSeconds: number;
+  private readonly clock: Clock;
+  private readonly limiter: TokenBucketLimiter | undefined;
+  private readonly queue: Waiter[] = [];
+  private queueHead = 0;
+  private running = 0;
+  private waiting = 0;
+  private timer: TimerHandle | undefined;
+  private timerDueMs = Infinity;
+  private closed = false;
+  /** Rejections by reason (metrics). */
+  readonly rejections: Record<AdmissionRejectionReason, number> = {
+    rate_limited: 0,
+    queue_full: 0,
+    queue_timeout: 0,
+    aborted: 0,
+    closed: 0,
+  };
+
+  constructor(options: AdmissionOptions) {
+    if (!(options.maxConcurrent >= 1)) throw new RangeError('maxConcurrent must be >= 1');
+    this.maxConcurrent = Math.floor(options.maxConcurrent);
+    this.maxQueue = Math.max(0, Math.floor(options.maxQueue ?? 0));
+    this.queueTimeoutMs = options.queueTimeoutMs ?? 30_000;
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+    this.clock = options.clock ?? systemClock;
+    this.limiter = options.rateLimit
+      ? new TokenBucketLimiter({ ...options.rateLimit, clock: this.clock })
+      : undefined;
+  }
+
+  get inFlight(): number {
+    return this.running;
+  }
+
+  get queued(): number {
+    return this.waiting;
+  }
+
+  /**
+   * Admits a request: resolves at once when a slot is free or on rejection; otherwise queues (FIFO)
+   * until a slot frees, the timeout passes, or `signal` aborts.
+   */
+  acquire(options: { apiKey?: string; signal?: AbortSignal } = {}): Promise<AdmissionResult> {
+    return Promise.resolve(this.tryAcquire(options));
+  }
+
+  /** Synchronous part of {@link acquire}: a result, or a promise when queued. */
+  tryAcquire(
+    options: { apiKey?: string; signal?: AbortSignal } = {},
+  ): AdmissionResult | Promise<AdmissionResult> {
+    if (this.closed) return this.reject('closed', 'the coordinator is shutting down');
+    if (options.signal?.aborted) return this.reject('aborted', 'the request was aborted');
+    if (this.limiter && options.apiKey !== undefined) {
+      const taken = this.limiter.take(options.apiKey);
+      if (!taken.allowed)
+        return this.reject(
+          'rate_limited',
+          'rate limit exceeded for this API key',
+          Math.ceil(taken.retryAfterMs / 1000),
+        );
+    }
+    if (this.running < this.maxConcurrent && this.queued === 0) return this.grant(0);
+    if (this.queued >= this.maxQueue)
+      return this.reject('queue_full', `server overloaded: ${this.running} requests running, queue full`);
+    return new Promise<AdmissionResult>((resolve) => {
+      const now = this.clock.now();
+      const signal = options.signal;
+      const waiter: Waiter = {
+        enqueuedMs: now,
+        deadlineMs: now + this.queueTimeoutMs,
+        resolve,
+        signal,
+        onAbort: () => {
+          this.settle(waiter, this.reject('aborted', 'the request was aborted'));
+          this.armTimer();
+        },
+        done: false,
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.queue.push(waiter);
+      this.waiting += 1;
+      this.armTimer();
+    });
+  }
+
+  /** Rejects every queued request with `closed` and refuses new ones; running tickets may still release. */
+  close(): void {
+    this.closed = true;
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const waiter = this.queue[i]!;
+      this.settle(waiter, this.reject('closed', 'the coordinator is shutting down'));
+    }
+    this.compact();
+    this.disarmTimer();
+  }
+
+  private grant(queuedMs: number): AdmissionTicket {
+    this.running += 1;
+    let released = false;
+    return {
+      admitted: true,
+      queuedMs,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.running -= 1;
+        this.drain();
+      },
+    };
+  }
+
+  private reject(
+    reason: AdmissionRejectionReason,
+    message: string,
+    retryAfterSeconds?: number,
+  ): AdmissionRejection {
+    this.rejections[reason] += 1;
+    return {
+      admitted: false,
+      reason,
+      status: reason === 'rate_limited' ? 429 : 503,
+      retryAfterSeconds: Math.max(1, retryAfterSeconds ?? this.retryAfterSeconds),
+      message,
+    };
+  }
+
+  private settle(waiter: Waiter, result: AdmissionResult): void {
+    if (waiter.done) return;
+    waiter.done = true;
+    this.waiting -= 1;
+    waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    waiter.resolve(result);
+  }
+
+  /** Hands free slots to queued waiters in FIFO order. */
+  private drain(): void {
+    this.compact();
+    while (this.running < this.maxConcurrent && this.queued > 0) {
+      const waiter = this.queue[this.queueHead++]!;
+      this.settle(waiter, this.grant(this.clock.now() - waiter.enqueuedMs));
+      this.compact();
+    }
+    this.armTimer();
+  }
+
+  /** Skips settled waiters at the head; resets the array when empty. */
+  private compact(): void {
+    while (this.queueHead < this.queue.length && this.queue[this.queueHead]!.done) this.queueHead++;
+    if (this.waiting === 0) {
+      this.queue.length = 0;
+      this.queueHead = 0;
+    } else if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+      this.queue.splice(0, this.queueHead);
+      this.queueHead = 0;
+    }
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerDueMs = Infinity;
+    const now = this.clock.now();
+    this.compact();
+    // FIFO with one timeout: deadlines are non-decreasing, so expired waiters are at the head.
+    while (this.queued > 0 && this.queue[this.queueHead]!.deadlineMs <= now) {
+      const waiter = this.queue[this.queueHead++]!;
+      this.settle(waiter, this.reject('queue_timeout', `no capacity within ${this.queueTimeoutMs} ms`));
+      this.compact();
+    }
+    this.armTimer();
+  }
+
+  private armTimer(): void {
+    this.compact();
+    if (this.queued === 0) {
+      this.disarmTimer();
+      return;
+    }
+    const due = this.queue[this.queueHead]!.deadlineMs;
+    if (this.timer !== undefined && this.timerDueMs === due) return;
+    this.disarmTimer();
+    this.timerDueMs = due;
+    this.timer = this.clock.setTimeout(() => this.onTimer(), due - this.clock.now());
+  }
+
+  private disarmTimer(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerDueMs = Infinity;
+  }
+}

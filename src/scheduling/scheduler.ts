@@ -1,0 +1,356 @@
+import { dispatchPlansFromCapabilities, type DispatchPlan } from '../protocol/index.js';
+import { CircuitBreakers, type CircuitState } from './circuit-breaker.js';
+import { systemClock, type Clock } from './clock.js';
+import { parseSchedulingConfig, type SchedulingConfig } from './config.js';
+import { EngineMetricsStore } from './engine-metrics.js';
+import { LoadTracker } from './load-tracker.js';
+import type { SchedulingServices, SelectionContext } from './plugin.js';
+import { textBlockHashes, tokenBlockHashes } from './prefix-hash.js';
+import { RoleProfile } from './role-profile.js';
+import { seededRandom, type RandomSource } from './seeded-random.js';
+import type {
+  InstanceRole,
+  SchedulableInstance,
+  SchedulingDecision,
+  SchedulingFailure,
+  SchedulingRequest,
+  SingleDecision,
+} from './types.js';
+
+export interface SchedulerOptions {
+  readonly clock?: Clock;
+  /** Overrides `config.seed`; default `Math.random`. */
+  readonly random?: RandomSource;
+  /** Share state with other components (e.g. one tracker for several schedulers); created otherwise. */
+  readonly loadTracker?: LoadTracker;
+  readonly engineMetrics?: EngineMetricsStore;
+  readonly breakers?: CircuitBreakers;
+  /** Forwarded to the circuit breakers (metrics, one log line per change). */
+  readonly onCircuitStateChange?: (instanceId: string, from: CircuitState, to: CircuitState) => void;
+  /** Forwarded to the engine-metrics store: first missing/stale read per instance (log once). */
+  readonly onMetricsFallback?: (instanceId: string, why: 'missing' | 'stale') => void;
+}
+
+/** Counters for metrics. */
+export interface SchedulerStats {
+  pairs: number;
+  singles: Record<SingleDecision['reason'], number>;
+  failures: Record<SchedulingFailure['code'], number>;
+}
+
+const EMPTY_PLANS: ReadonlySet<DispatchPlan> = new Set();
+
+class DecisionContext implements SelectionContext {
+  role: InstanceRole = 'prefill';
+  readonly cached = new Map<string, number>();
+  private readonly hashes = new Map<number, readonly number[]>();
+
+  constructor(
+    readonly request: SchedulingRequest,
+    readonly nowMs: number,
+    readonly random: RandomSource,
+  ) {}
+
+  blockHashes(blockSize: number): readonly number[] {
+    let hashes = this.hashes.get(blockSize);
+    if (!hashes) {
+      const { promptTokenIds, promptText } = this.request;
+      hashes =
+        promptTokenIds !== undefined
+          ? tokenBlockHashes(promptTokenIds, blockSize)
+          : promptText !== undefined
+            ? textBlockHashes(promptText, blockSize)
+            : [];
+      this.hashes.set(blockSize, hashes);
+    }
+    return hashes;
+  }
+
+  noteCachedTokens(instanceId: string, tokens: number): void {
+    this.cached.set(instanceId, tokens);
+  }
+
+  cachedFor(instance: SchedulableInstance): number {
+    return this.cached.get(instance.id) ?? 0;
+  }
+}
+
+function planList(plans: Iterable<DispatchPlan>): string {
+  const list = [...plans].sort();
+  return list.length === 0 ? 'none' : list.join(', ');
+}
+
+/**
+ * Capability-aware pair selection over a role-partitioned fleet (conformance 12–16), O(instances) per
+ * decision. Create one per coordinator; `selectPair` is synchronous and allocation-light.
+ */
+export class Scheduler {
+  readonly config: SchedulingConfig;
+  readonly loadTracker: LoadTracker;
+  readonly engineMetrics: EngineMetricsStore;
+  readonly breakers: CircuitBreakers;
+  readonly stats: SchedulerStats = {
+    pairs: 0,
+    singles: { union: 0, degraded_prefill: 0, short_prompt: 0 },
+    failures: { no_instances: 0, no_available_instance: 0, no_compatible_pair: 0 },
+  };
+  private readonly clock: Clock;
+  private readonly random: RandomSource;
+  private readonly profiles: Record<InstanceRole, RoleProfile>;
+  private readonly planCache = new WeakMap<readonly string[], ReadonlySet<DispatchPlan>>();
+
+  /** `config` may be raw (validated here) or the output of {@link parseSchedulingConfig}. */
+  constructor(config: unknown = {}, options: SchedulerOptions = {}) {
+    this.config = parseSchedulingConfig(config);
+    this.clock = options.clock ?? systemClock;
+    this.random =
+      options.random ??
+      (this.config.seed !== undefined ? seededRandom(this.config.seed) : () => Math.random());
+    this.loadTracker = options.loadTracker ?? new LoadTracker();
+    this.engineMetrics =
+      options.engineMetrics ??
+      new EngineMetricsStore({
+        staleAfterMs: this.config.engineMetrics.staleAfterMs,
+        clock: this.clock,
+        onFirstFallback: options.onMetricsFallback,
+      });
+    const cb = this.config.circuitBreaker;
+    this.breakers =
+      options.breakers ??
+      new CircuitBreakers({
+        failureThreshold: cb.failureThreshold,
+        openMs: cb.openMs,
+        halfOpenMaxProbes: cb.halfOpenMaxProbes,
+        clock: this.clock,
+        onStateChange: options.onCircuitStateChange,
+      });
+    const services: SchedulingServices = {
+      loadTracker: this.loadTracker,
+      engineMetrics: this.engineMetrics,
+      breakers: this.breakers,
+      clock: this.clock,
+      random: this.random,
+    };
+    const profileOptions = { circuitBreaker: cb.enabled };
+    this.profiles = {
+      prefill: new RoleProfile(this.config.prefill, services, profileOptions),
+      decode: new RoleProfile(this.config.decode, services, profileOptions),
+      union: new RoleProfile(this.config.union, services, profileOptions),
+    };
+  }
+
+  /**
+   * Chooses where a request runs: a P/D pair sharing a plan, a single instance (union, degraded prefill,
+   * short prompt), or a typed failure whose message names the missing capability. Never pairs
+   * instances without a shared plan and never returns an instance a filter removed (open circuit).
+   */
+  selectPair(request: SchedulingRequest, instances: readonly SchedulableInstance[]): SchedulingDecision {
+    const ctx = new DecisionContext(request, this.clock.now(), this.random);
+    const prefill: SchedulableInstance[] = [];
+    const decode: SchedulableInstance[] = [];
+    const union: SchedulableInstance[] = [];
+    for (const instance of instances) {
+      if (instance.role === 'prefill') prefill.push(instance);
+      else if (instance.role === 'decode') decode.push(instance);
+      else if (instance.role === 'union') union.push(instance);
+    }
+    if (prefill.length + decode.length + union.length === 0) {
+      return this.fail('no_instances', 'no prefill, decode or union instance is registered', [], {});
+    }
+    const dropped: Record<string, number> = {};
+    const { fallback, disaggregation } = this.config;
+
+    let unionCandidates: readonly SchedulableInstance[] | undefined;
+    const availableUnion = () => {
+      if (!unionCandidates) {
+        ctx.role = 'union';
+        unionCandidates = this.profiles.union.filter(ctx, union, dropped);
+      }
+      return unionCandidates;
+    };
+    const single = (reason: SingleDecision['reason']): SingleDecision | undefined => {
+      ctx.role = 'union';
+      const instance = this.profiles.union.pick(ctx, availableUnion());
+      return instance ? this.singleOn(ctx, instance, reason) : undefined;
+    };
+
+    if (union.length > 0 && prefill.length === 0 && decode.length === 0) {
+      return single('union') ?? this.unavailable(dropped, 'every union instance is unavailable');
+    }
+    if (
+      disaggregation.mode === 'conditional' &&
+      union.length > 0 &&
+      request.promptTokens <= disaggregation.shortPromptTokens
+    ) {
+      const decision = single('short_prompt');
+      if (decision) return decision;
+    }
+
+    // P/D: filter each side, then restrict to instances sharing a plan with the other side.
+    ctx.role = 'prefill';
+    const prefillAvailable = this.profiles.prefill.filter(ctx, prefill, dropped);
+    ctx.role = 'decode';
+    const decodeAvailable = this.profiles.decode.filter(ctx, decode, dropped);
+    const prefillPlans = this.planUnion(prefillAvailable);
+    const decodePlans = this.planUnion(decodeAvailable);
+    const shared = new Set<DispatchPlan>();
+    for (const plan of prefillPlans) if (decodePlans.has(plan)) shared.add(plan);
+
+    if (shared.size > 0) {
+      ctx.role = 'prefill';
+      const p = this.profiles.prefill.pick(
+        ctx,
+        prefillAvailable.filter((instance) => this.sharesAny(instance, shared)),
+      );
+      const pPlans = p ? this.plans(p) : EMPTY_PLANS;
+      ctx.role = 'decode';
+      const d = p
+        ? this.profiles.decode.pick(
+            ctx,
+            decodeAvailable.filter((instance) => this.sharesAny(instance, pPlans)),
+          )
+        : undefined;
+      if (!p || !d) return this.unavailable(dropped, 'a picker returned no instance');
+      const dPlans = this.plans(d);
+      const plan =
+        this.config.planPreference.find((x) => pPlans.has(x) && dPlans.has(x)) ??
+        [...pPlans].find((x) => dPlans.has(x))!;
+      this.breakers.onPicked(p.id);
+      this.breakers.onPicked(d.id);
+      this.stats.pairs += 1;
+      return { kind: 'pair', plan, prefill: p, decode: d, cachedPromptTokens: ctx.cachedFor(p) };
+    }
+
+    // No pair. Union fallback (conformance 14), then degraded prefill-only (conformance 15).
+    if (union.length > 0 && fallback.union) {
+      const decision = single('union');
+      if (decision) return decision;
+    }
+    if (
+      prefill.length > 0 &&
+      decodeAvailable.length === 0 &&
+      prefillAvailable.length > 0 &&
+      fallback.degradedPrefill
+    ) {
+      ctx.role = 'prefill';
+      const instance = this.profiles.prefill.pick(ctx, prefillAvailable);
+      if (instance) return this.singleOn(ctx, instance, 'degraded_prefill');
+    }
+
+    if (
+      prefill.length > 0 &&
+      decode.length > 0 &&
+      prefillAvailable.length > 0 &&
+      decodeAvailable.length > 0
+    ) {
+      return this.incompatible(prefillPlans, decodePlans, dropped);
+    }
+    if (prefill.length > 0 && decode.length > 0) {
+      // Statically compatible or not, one side is entirely unavailable: say which.
+      const staticShared = [...this.planUnion(prefill)].some((plan) => this.planUnion(decode).has(plan));
+      if (!staticShared) return this.incompatible(this.planUnion(prefill), this.planUnion(decode), dropped);
+      const side = prefillAvailable.length === 0 ? 'prefill' : 'decode';
+      return this.unavailable(dropped, `every ${side} instance is unavailable`);
+    }
+    if (decode.length === 0 && prefill.length > 0) {
+      return this.unavailable(
+        dropped,
+        prefillAvailable.length === 0
+          ? 'every prefill instance is unavailable'
+          : 'no decode instance is registered and degraded prefill-only dispatch is disabled',
+        'no_instances',
+      );
+    }
+    return this.unavailable(
+      dropped,
+      decodeAvailable.length === 0 && decode.length > 0
+        ? 'every decode instance is unavailable and no prefill instance is registered'
+        : 'no prefill instance is registered',
+      decodeAvailable.length === 0 && decode.length > 0 ? 'no_available_instance' : 'no_instances',
+    );
+  }
+
+  /** Drops all per-instance state (call when the registry removes an instance). */
+  forgetInstance(instanceId: string): void {
+    for (const profile of Object.values(this.profiles)) profile.forget(instanceId);
+    this.breakers.forget(instanceId);
+    this.engineMetrics.forget(instanceId);
+  }
+
+  private singleOn(
+    ctx: DecisionContext,
+    instance: SchedulableInstance,
+    reason: SingleDecision['reason'],
+  ): SingleDecision {
+    this.breakers.onPicked(instance.id);
+    this.stats.singles[reason] += 1;
+    return { kind: 'single', instance, reason, cachedPromptTokens: ctx.cachedFor(instance) };
+  }
+
+  private plans(instance: SchedulableInstance): ReadonlySet<DispatchPlan> {
+    const caps = instance.dispatch_capabilities;
+    if (!Array.isArray(caps)) return dispatchPlansFromCapabilities(caps);
+    let plans = this.planCache.get(caps);
+    if (!plans) {
+      plans = caps.length === 0 ? EMPTY_PLANS : dispatchPlansFromCapabilities(caps);
+      this.planCache.set(caps, plans);
+    }
+    return plans;
+  }
+
+  private planUnion(instances: readonly SchedulableInstance[]): Set<DispatchPlan> {
+    const union = new Set<DispatchPlan>();
+    for (const instance of instances) for (const plan of this.plans(instance)) union.add(plan);
+    return union;
+  }
+
+  private sharesAny(instance: SchedulableInstance, plans: ReadonlySet<DispatchPlan>): boolean {
+    for (const plan of this.plans(instance)) if (plans.has(plan)) return true;
+    return false;
+  }
+
+  private incompatible(
+    prefillPlans: ReadonlySet<DispatchPlan>,
+    decodePlans: ReadonlySet<DispatchPlan>,
+    dropped: Record<string, number>,
+  ): SchedulingFailure {
+    const missingOnDecode = [...prefillPlans].filter((p) => !decodePlans.has(p)).sort();
+    const missingOnPrefill = [...decodePlans].filter((p) => !prefillPlans.has(p)).sort();
+    const parts: string[] = [];
+    if (prefillPlans.size === 0) parts.push('prefill instances advertise no dispatch plan');
+    if (decodePlans.size === 0) parts.push('decode instances advertise no dispatch plan');
+    if (missingOnDecode.length > 0) parts.push(`no decode instance supports ${missingOnDecode.join(' or ')}`);
+    if (missingOnPrefill.length > 0)
+      parts.push(`no prefill instance supports ${missingOnPrefill.join(' or ')}`);
+    const message =
+      `no compatible prefill/decode pair: ${parts.join('; ')} ` +
+      `(prefill offers ${planList(prefillPlans)}; decode offers ${planList(decodePlans)})`;
+    return this.fail(
+      'no_compatible_pair',
+      message,
+      [...new Set([...missingOnDecode, ...missingOnPrefill])].sort(),
+      dropped,
+    );
+  }
+
+  private unavailable(
+    dropped: Record<string, number>,
+    why: string,
+    code: SchedulingFailure['code'] = 'no_available_instance',
+  ): SchedulingFailure {
+    const reasons = Object.entries(dropped)
+      .map(([type, n]) => `${n} removed by ${type}`)
+      .join(', ');
+    return this.fail(code, reasons ? `${why} (${reasons})` : why, [], dropped);
+  }
+
+  private fail(
+    code: SchedulingFailure['code'],
+    message: string,
+    missingCapabilities: readonly DispatchPlan[],
+    filtered: Record<string, number>,
+  ): SchedulingFailure {
+    this.stats.failures[code] += 1;
+    return { kind: 'failure', code, message, missingCapabilities, filtered };
+  }
+}

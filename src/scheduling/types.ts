@@ -1,0 +1,78 @@
+import type { DispatchPlan } from '../protocol/index.js';
+
+/** Role an instance plays in P/D serving; `union` does both prefill and decode. */
+export type InstanceRole = 'prefill' | 'decode' | 'union';
+
+/** An engine instance as the scheduler sees it (the registry's view, read-only). */
+export interface SchedulableInstance {
+  readonly id: string;
+  readonly role: InstanceRole;
+  readonly url: string;
+  /** Advertised plan names; non-plan strings are ignored (conformance 1). */
+  readonly dispatch_capabilities: readonly string[];
+  /** Relative capacity (default 1): load is divided by it, random/round-robin are weighted by it. */
+  readonly weight?: number;
+}
+
+/** What the scheduler needs to know about one client request. Build it once per request. */
+export interface SchedulingRequest {
+  readonly model: string;
+  /** The rendered prompt (chat template applied, whole conversation). Used when `promptTokenIds` is absent. */
+  readonly promptText?: string;
+  /** Token ids of the rendered prompt, if the gateway tokenized it; preferred for prefix hashing. */
+  readonly promptTokenIds?: ArrayLike<number>;
+  /** Estimated prompt length in tokens (e.g. `promptTokenIds.length`, or text length / 4). */
+  readonly promptTokens: number;
+  /** Session affinity key (e.g. the value of an `x-session-id` header). */
+  readonly sessionKey?: string;
+  /** Caller's API key (rate limiting; never logged). */
+  readonly apiKey?: string;
+}
+
+/** A P/D pair sharing `plan`. */
+export interface PairDecision {
+  readonly kind: 'pair';
+  readonly plan: DispatchPlan;
+  readonly prefill: SchedulableInstance;
+  readonly decode: SchedulableInstance;
+  /** Estimated prompt tokens already cached on the chosen prefill instance (0 if unknown). */
+  readonly cachedPromptTokens: number;
+}
+
+/** Why a single instance serves the whole request. */
+export type SingleReason =
+  /** Only union instances, or P/D impossible and fallback to union enabled. */
+  | 'union'
+  /** Only prefill instances usable; degraded single-instance dispatch enabled (conformance 15). */
+  | 'degraded_prefill'
+  /** Conditional disaggregation: a short prompt is cheaper on one instance. */
+  | 'short_prompt';
+
+/** One instance runs prefill and decode (plan `single`). */
+export interface SingleDecision {
+  readonly kind: 'single';
+  readonly instance: SchedulableInstance;
+  readonly reason: SingleReason;
+  readonly cachedPromptTokens: number;
+}
+
+export type SchedulingFailureCode =
+  /** No instance of any usable role is registered. */
+  | 'no_instances'
+  /** Instances exist but every candidate was filtered out (open circuits, KV pressure, ...). */
+  | 'no_available_instance'
+  /** Prefill and decode instances exist but share no dispatch plan (conformance 14). */
+  | 'no_compatible_pair';
+
+/** Typed failure; the gateway renders it as 503. `message` names the missing capability. */
+export interface SchedulingFailure {
+  readonly kind: 'failure';
+  readonly code: SchedulingFailureCode;
+  readonly message: string;
+  /** Plans one side offers that the other side lacks (for `no_compatible_pair`). */
+  readonly missingCapabilities: readonly DispatchPlan[];
+  /** Instances removed per filter type, summed over roles (e.g. `{ 'circuit-breaker': 2 }`). */
+  readonly filtered: Readonly<Record<string, number>>;
+}
+
+export type SchedulingDecision = PairDecision | SingleDecision | SchedulingFailure;
