@@ -596,10 +596,7 @@ export class SimCore {
         }
         if (signal.aborted) throw new AbortedError(String(signal.reason));
       }
-      if (i === run.dieAfter) {
-        if (buf.length > 0) res.write(buf);
-        throw new DiedError();
-      }
+      if (i === run.dieAfter) await dieAfterFlush(res, buf, stream);
       const now = performance.now();
       if (i === 0) this.metrics.ttft.observe((now - run.startedAt) / 1000);
       else itl.observe((now - last) / 1000);
@@ -608,10 +605,7 @@ export class SimCore {
       entry.output_tokens = i + 1;
       if (w) buf += w.token(words[i]!, i === n - 1 ? finish : null);
     }
-    if (n === run.dieAfter) {
-      if (buf.length > 0) res.write(buf);
-      throw new DiedError();
-    }
+    if (n === run.dieAfter) await dieAfterFlush(res, buf, stream);
     this.metrics.generationTokens.inc(n);
     this.metrics.e2e.observe((performance.now() - run.startedAt) / 1000);
     const kvParams = finalKv();
@@ -667,6 +661,12 @@ class DiedError extends Error {
   constructor() {
     super('simulated fault: died after N tokens');
   }
+}
+
+/** Die-after-N fault: flush what the client should have seen (stream), then throw DiedError. */
+async function dieAfterFlush(res: ServerResponse, buf: string, stream: boolean): Promise<never> {
+  if (stream) await new Promise<void>((resolve) => res.write(buf, () => resolve()));
+  throw new DiedError();
 }
 
 function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
