@@ -1,0 +1,32 @@
+import type { Command } from 'commander';
+import { createLogger } from '../common/logger.js';
+import { onShutdown } from '../common/shutdown.js';
+import { ConfigError, loadCoordinatorConfig, type ConfigFlags } from '../config/coordinator-config.js';
+import { startCoordinator } from '../coordinator/coordinator.js';
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function registerCoordinator(program: Command): void {
+  program
+    .command('coordinator')
+    .description('OpenAI-compatible gateway that dispatches each request over a prefill/decode pair')
+    .option('-c, --config <file>', 'YAML config file (env MOTOR_CONFIG)')
+    .option('--host <host>', 'listen address (env MOTOR_HOST; config server.host)')
+    .option('--port <port>', 'listen port, 0 = any free port (env MOTOR_PORT; config server.port)')
+    .option('--api-key <key>', 'accepted API key, repeatable (env MOTOR_API_KEYS, comma-separated)', collect)
+    .option('--set <path=value>', 'override any config key, value parsed as YAML, repeatable', collect)
+    .action(async (flags: ConfigFlags) => {
+      const log = createLogger('motor-coordinator');
+      let config;
+      try {
+        config = await loadCoordinatorConfig(flags);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        console.error(`motor coordinator: ${err.message}`);
+        process.exitCode = 2;
+        return;
+      }
+      const running = await startCoordinator(config, log);
+      onShutdown(() => running.close());
+    });
+}

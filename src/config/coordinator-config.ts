@@ -1,0 +1,309 @@
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import {
+  DispatchProfileError,
+  dispatchCapabilitiesForProfile,
+  dispatchPlansFromCapabilities,
+  explainEngineProfile,
+  type DispatchPlan,
+  type DispatchProfile,
+} from '../protocol/index.js';
+
+/**
+ * The coordinator's configuration: this one schema is the source of truth for types, defaults and
+ * the README's key table. Sources, later wins: defaults < YAML file < environment < flags.
+ */
+
+const ms = (def: number, what: string) => z.int().min(0).default(def).describe(`${what} (ms)`);
+
+export const instanceConfigSchema = z
+  .strictObject({
+    id: z.string().min(1).optional().describe('stable instance name (default `<role>-<index>`)'),
+    url: z
+      .url({ protocol: /^https?$/ })
+      .describe('base URL of the engine proxy (mode proxy) or engine (mode direct)'),
+    role: z.enum(['prefill', 'decode', 'union']).describe('what the instance does'),
+    mode: z
+      .enum(['proxy', 'direct'])
+      .default('proxy')
+      .describe(
+        'proxy: Motor envelope to a `motor engine-proxy`; direct: engine-native fields to a stock engine',
+      ),
+    engine: z.enum(['vllm', 'sglang']).default('vllm').describe('engine kind behind the URL'),
+    dispatchProfile: z
+      .string()
+      .optional()
+      .describe(
+        'explicit profile: trigger | handoff | bootstrap (or a plan name); wins over kvTransferConfig',
+      ),
+    kvTransferConfig: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("the engine's vLLM `kv_transfer_config`, classified like `motor classify`"),
+    dispatchCapabilities: z
+      .array(z.string())
+      .optional()
+      .describe('advertised plans; overrides the profile (prefill_handoff_decode, concurrent_engine_sync)'),
+    models: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('model names served; empty = any model (not listed by /v1/models)'),
+    bootstrapPort: z
+      .int()
+      .min(1)
+      .max(65535)
+      .optional()
+      .describe('SGLang bootstrap port of a prefill instance (mode direct; default: the URL port)'),
+  })
+  .describe('one engine instance');
+
+export const coordinatorConfigSchema = z.strictObject({
+  server: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1').describe('listen address'),
+      port: z.int().min(0).max(65535).default(8000).describe('listen port (0 = any free port)'),
+      maxBodyBytes: z
+        .int()
+        .min(1)
+        .default(4 * 1024 * 1024)
+        .describe('largest accepted request body (bytes); larger → 413'),
+      apiKeys: z
+        .array(z.string().min(1))
+        .default([])
+        .describe('accepted `Authorization: Bearer` keys; empty = no authentication'),
+      publicUrl: z
+        .url()
+        .optional()
+        .describe(
+          'URL engines use to reach this coordinator (direct trigger metaserver); default: the bound URL',
+        ),
+    })
+    .prefault({}),
+  instances: z.array(instanceConfigSchema).default([]).describe('static instance list'),
+  scheduler: z
+    .strictObject({
+      policy: z
+        .enum(['round-robin', 'least-in-flight'])
+        .default('least-in-flight')
+        .describe('how an instance is picked among compatible ones'),
+    })
+    .prefault({}),
+  dispatch: z
+    .strictObject({
+      fallbackToSingle: z
+        .boolean()
+        .default(false)
+        .describe(
+          'when no P/D pair shares a plan: serve on a union instance, else degraded on a prefill (or decode) instance',
+        ),
+      prefillFailurePolicy: z
+        .enum(['error', 'retry', 'fallback-decode-only'])
+        .default('retry')
+        .describe(
+          'on a retryable prefill-leg failure: fail, retry as a new attempt, or run the request on the decode alone',
+        ),
+      planPreference: z
+        .array(z.enum(['prefill_handoff_decode', 'concurrent_engine_sync']))
+        .default(['prefill_handoff_decode', 'concurrent_engine_sync'])
+        .describe('which shared plan wins when a pair shares several'),
+    })
+    .prefault({}),
+  retry: z
+    .strictObject({
+      maxAttempts: z.int().min(1).max(10).default(3).describe('attempts per request, first included'),
+      baseDelayMs: ms(25, 'first backoff delay'),
+      maxDelayMs: ms(1000, 'backoff cap'),
+      jitter: z.number().min(0).max(1).default(0.5).describe('fraction of each delay that is randomised'),
+    })
+    .prefault({}),
+  timeouts: z
+    .strictObject({
+      connectMs: ms(5_000, 'TCP connect timeout to an instance'),
+      firstTokenMs: ms(120_000, 'attempt start → first byte for the client (prefill included); 0 = off'),
+      idleMs: ms(60_000, 'longest gap between stream chunks after the first; 0 = off'),
+      totalMs: ms(600_000, 'overall deadline of a client request, retries included; 0 = off'),
+      stopMs: ms(2_000, 'timeout of one /v1/dispatch/stop call'),
+      metaserverWaitMs: ms(
+        5_000,
+        'direct trigger: how long a metaserver call waits for an unknown request id before 404',
+      ),
+    })
+    .prefault({}),
+  upstream: z
+    .strictObject({
+      connectionsPerInstance: z.int().min(1).default(256).describe('undici pool size per instance'),
+      keepAliveMs: ms(30_000, 'idle keep-alive of upstream sockets'),
+    })
+    .prefault({}),
+});
+
+export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;
+export type InstanceConfig = z.output<typeof instanceConfigSchema>;
+
+/** An instance after validation: capabilities and profile resolved. */
+export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities'> {
+  id: string;
+  /** Index in the static list (the envelope's `instance_id`). */
+  index: number;
+  dispatchCapabilities: DispatchPlan[];
+  profile: DispatchProfile;
+}
+
+export interface CoordinatorConfig extends Omit<z.output<typeof coordinatorConfigSchema>, 'instances'> {
+  instances: ResolvedInstance[];
+}
+
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`invalid coordinator config:\n  ${issues.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path)
+    out += typeof key === 'number' ? `[${key}]` : out === '' ? String(key) : `.${String(key)}`;
+  return out === '' ? '(root)' : out;
+}
+
+function shortMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys')
+    return `unknown key(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
+  return issue.message.replace(/^Invalid (input|option): /, '');
+}
+
+/** Validates a raw config object (already merged from its sources) and resolves each instance. */
+export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
+  const parsed = coordinatorConfigSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${shortMessage(i)}`));
+  }
+  const issues: string[] = [];
+  const seen = new Set<string>();
+  const instances = parsed.data.instances.map((inst, index): ResolvedInstance => {
+    const id = inst.id ?? `${inst.role}-${index}`;
+    if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
+    seen.add(id);
+    let profile: DispatchProfile = 'unknown';
+    try {
+      const config = inst.kvTransferConfig ? { kv_transfer_config: inst.kvTransferConfig } : {};
+      profile = explainEngineProfile(config, inst.engine, inst.dispatchProfile).profile;
+    } catch (err) {
+      if (!(err instanceof DispatchProfileError)) throw err;
+      issues.push(`instances[${index}].dispatchProfile: ${err.message}`);
+    }
+    let capabilities: DispatchPlan[];
+    if (inst.dispatchCapabilities !== undefined) {
+      capabilities = [...dispatchPlansFromCapabilities(inst.dispatchCapabilities)];
+      if (profile === 'unknown' && capabilities.includes('concurrent_engine_sync')) {
+        profile = inst.engine === 'sglang' ? 'bootstrap' : 'trigger';
+      }
+      if (profile === 'unknown' && capabilities.includes('prefill_handoff_decode')) profile = 'handoff';
+    } else {
+      capabilities = dispatchCapabilitiesForProfile(profile) as DispatchPlan[];
+    }
+    return { ...inst, id, index, dispatchCapabilities: capabilities, profile };
+  });
+  if (issues.length > 0) throw new ConfigError(issues);
+  return { ...parsed.data, instances };
+}
+
+/** Overrides from the environment (documented in the README). */
+export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (env.MOTOR_HOST) setPath(out, 'server.host', env.MOTOR_HOST);
+  if (env.MOTOR_PORT) setPath(out, 'server.port', Number(env.MOTOR_PORT));
+  if (env.MOTOR_API_KEYS) {
+    setPath(
+      out,
+      'server.apiKeys',
+      env.MOTOR_API_KEYS.split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+    );
+  }
+  return out;
+}
+
+export interface ConfigFlags {
+  config?: string;
+  host?: string;
+  port?: string | number;
+  apiKey?: string[];
+  /** `path=value` overrides, value parsed as YAML (e.g. `retry.maxAttempts=5`). */
+  set?: string[];
+}
+
+export function configFromFlags(flags: ConfigFlags): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (flags.host !== undefined) setPath(out, 'server.host', flags.host);
+  if (flags.port !== undefined) setPath(out, 'server.port', Number(flags.port));
+  if (flags.apiKey !== undefined && flags.apiKey.length > 0) setPath(out, 'server.apiKeys', flags.apiKey);
+  for (const assignment of flags.set ?? []) {
+    const eq = assignment.indexOf('=');
+    if (eq <= 0) throw new ConfigError([`--set ${assignment}: expected path=value`]);
+    setPath(out, assignment.slice(0, eq), parseYaml(assignment.slice(eq + 1)) as unknown);
+  }
+  return out;
+}
+
+/** Reads, merges and validates: defaults < file < env < flags. */
+export async function loadCoordinatorConfig(
+  flags: ConfigFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CoordinatorConfig> {
+  const file = flags.config ?? env.MOTOR_CONFIG;
+  let fromFile: unknown = {};
+  if (file) {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError([`${file}: ${(err as Error).message}`]);
+    }
+    try {
+      fromFile = parseYaml(text) ?? {};
+    } catch (err) {
+      throw new ConfigError([`${file}: invalid YAML: ${(err as Error).message}`]);
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
+      throw new ConfigError([`${file}: expected a mapping at the top level`]);
+    }
+  }
+  return validateCoordinatorConfig(
+    mergeDeep(mergeDeep(fromFile, configFromEnv(env)), configFromFlags(flags)),
+  );
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Merges plain objects recursively; arrays and scalars from `over` replace. */
+export function mergeDeep(base: unknown, over: unknown): unknown {
+  if (!isRecord(base) || !isRecord(over)) return over === undefined ? base : over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = mergeDeep(base[k], v);
+  return out;
+}
+
+/** Sets `a.b[2].c` in a plain object tree, creating objects/arrays on the way. */
+export function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const keys: (string | number)[] = [];
+  for (const part of path.split('.')) {
+    const m = /^([^[\]]+)((?:\[\d+\])*)$/.exec(part);
+    if (!m) throw new ConfigError([`${path}: invalid path`]);
+    keys.push(m[1]!);
+    for (const idx of m[2]!.matchAll(/\[(\d+)\]/g)) keys.push(Number(idx[1]));
+  }
+  let node: Record<string | number, unknown> = target;
+  for (let i = 0; i < keys.length - 1; i++) {
+    const key = keys[i]!;
+    const nextIsIndex = typeof keys[i + 1] === 'number';
+    if (typeof node[key] !== 'object' || node[key] === null) node[key] = nextIsIndex ? [] : {};
+    node = node[key] as Record<string | number, unknown>;
+  }
+  node[keys[keys.length - 1]!] = value;
+}

@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { BodyTooLargeError, parseJson, readBody, sendError, sendJson } from '../common/http.js';
+import type { Logger } from '../common/logger.js';
+import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import { parseMetaserverKvFields } from '../engine-adapters/index.js';
+import type { Dispatcher } from './dispatcher.js';
+import type { InstanceSource } from './instance-source.js';
+import { MotorError } from './motor-error.js';
+import { validateClientRequest, type ApiKind } from './request-validation.js';
+import { topologyReport } from './route-selection.js';
+import type { TriggerRegistry } from './trigger-registry.js';
+
+export interface GatewayDeps {
+  config: CoordinatorConfig;
+  source: InstanceSource;
+  dispatcher: Dispatcher;
+  triggers: TriggerRegistry;
+  log: Logger;
+}
+
+const API_ROUTES: Record<string, ApiKind> = {
+  '/v1/chat/completions': 'chat',
+  '/v1/completions': 'completion',
+};
+
+function renderError(res: ServerResponse, err: MotorError, extraHeaders: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
+  sendError(res, err.status, err.message, err.type, err.param, err.code);
+}
+
+/** The OpenAI-compatible HTTP front (node:http): routes, auth, body limits, validation. */
+export function createGateway(deps: GatewayDeps): Server {
+  const { config, log } = deps;
+  const apiKeys = new Set(config.server.apiKeys);
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log.error({ err }, 'unhandled gateway error');
+      renderError(res, new MotorError('internal', 'internal error'));
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const method = req.method ?? 'GET';
+    const kind = API_ROUTES[path];
+    if (kind !== undefined) {
+      if (method !== 'POST')
+        return renderError(res, new MotorError('method_not_allowed', `use POST for ${path}`));
+      return completions(req, res, path, kind);
+    }
+    switch (`${method} ${path}`) {
+      case 'GET /health':
+        return sendJson(res, 200, { status: 'ok' });
+      case 'GET /ready': {
+        const report = topologyReport(deps.source.routable(), config.dispatch);
+        return sendJson(res, report.ready ? 200 : 503, { ready: report.ready, models: report.models });
+      }
+      case 'GET /v1/models':
+        if (!authorized(req)) return unauthorized(res);
+        return sendJson(res, 200, modelList());
+      case 'POST /v1/metaserver':
+        return metaserver(req, res);
+      default:
+        return renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
+    }
+  }
+
+  function authorized(req: IncomingMessage): boolean {
+    if (apiKeys.size === 0) return true;
+    const h = req.headers.authorization;
+    return typeof h === 'string' && h.startsWith('Bearer ') && apiKeys.has(h.slice(7).trim());
+  }
+
+  function unauthorized(res: ServerResponse): void {
+    renderError(
+      res,
+      new MotorError('unauthorized', 'missing or invalid API key (Authorization: Bearer <key>)'),
+      {
+        'www-authenticate': 'Bearer',
+      },
+    );
+  }
+
+  async function readJson(req: IncomingMessage, res: ServerResponse): Promise<{ value: unknown } | null> {
+    let buf: Buffer;
+    try {
+      buf = await readBody(req, config.server.maxBodyBytes);
+    } catch (err) {
+      if (err instanceof BodyTooLargeError) {
+        renderError(res, new MotorError('body_too_large', err.message), { connection: 'close' });
+      } else {
+        res.destroy();
+      }
+      return null;
+    }
+    const parsed = parseJson(buf);
+    if (!parsed.ok) {
+      renderError(res, new MotorError('invalid_request', parsed.message));
+      return null;
+    }
+    return { value: parsed.value };
+  }
+
+  async function completions(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    kind: ApiKind,
+  ): Promise<void> {
+    if (!authorized(req)) return unauthorized(res);
+    const body = await readJson(req, res);
+    if (body === null) return;
+    let client;
+    try {
+      client = validateClientRequest(kind, body.value);
+    } catch (err) {
+      if (err instanceof MotorError) return renderError(res, err);
+      throw err;
+    }
+    await deps.dispatcher.serve(client, `req-${randomUUID()}`, path, res);
+  }
+
+  function modelList(): unknown {
+    const names = new Set<string>();
+    for (const i of deps.source.all()) for (const m of i.models) names.add(m);
+    const created = Math.floor(Date.now() / 1000);
+    return {
+      object: 'list',
+      data: [...names].sort().map((id) => ({ id, object: 'model', created, owned_by: 'motor' })),
+    };
+  }
+
+  /** Direct trigger: the decode engine's connector posts its KV fields; the coordinator runs the prefill. */
+  async function metaserver(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req, res);
+    if (body === null) return;
+    const parsed = parseMetaserverKvFields(body.value);
+    if (!parsed.ok) {
+      const id = (body.value as { request_id?: unknown } | null)?.request_id;
+      if (typeof id === 'string') {
+        deps.triggers
+          .peek(id)
+          ?.fail(new MotorError('protocol_error', `invalid metaserver call: ${parsed.message}`));
+      }
+      return renderError(
+        res,
+        new MotorError('invalid_request', `invalid metaserver call: ${parsed.message}`, {
+          param: parsed.param,
+        }),
+      );
+    }
+    const entry = await deps.triggers.take(parsed.value.request_id, config.timeouts.metaserverWaitMs);
+    if (entry === null) {
+      return renderError(
+        res,
+        new MotorError('not_found', `no pending trigger prefill for request ${parsed.value.request_id}`),
+      );
+    }
+    const reply = await entry.run(parsed.value);
+    sendJson(res, reply.status, reply.body);
+  }
+
+  return server;
+}

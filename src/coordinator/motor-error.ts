@@ -1,0 +1,102 @@
+/**
+ * The coordinator's one error type. Every failure carries a stable `code`; the table maps it to the
+ * HTTP status, the OpenAI error `type` and whether a new attempt may help. Only the gateway renders
+ * errors (as `{"error":{"message","type","param","code"}}`).
+ */
+export const ERROR_CODES = {
+  invalid_request: { status: 400, type: 'invalid_request_error', retryable: false },
+  unauthorized: { status: 401, type: 'authentication_error', retryable: false },
+  not_found: { status: 404, type: 'not_found_error', retryable: false },
+  model_not_found: { status: 404, type: 'invalid_request_error', retryable: false },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', retryable: false },
+  body_too_large: { status: 413, type: 'invalid_request_error', retryable: false },
+  /** An engine rejected the request (4xx): its status and body reach the client unchanged. */
+  engine_rejected: { status: 400, type: 'invalid_request_error', retryable: false },
+  /** No instance pair can serve the request (topology, missing capability). */
+  no_route: { status: 503, type: 'server_error', retryable: false },
+  /** An engine answered 408/429/5xx. */
+  engine_unavailable: { status: 503, type: 'server_error', retryable: true },
+  engine_error: { status: 502, type: 'server_error', retryable: true },
+  /** Connection refused/reset, socket closed mid-response, truncated stream. */
+  connection_error: { status: 502, type: 'server_error', retryable: true },
+  /** An engine answered something that breaks the protocol (bad PrefillResult, not JSON). */
+  protocol_error: { status: 502, type: 'server_error', retryable: true },
+  first_token_timeout: { status: 504, type: 'server_error', retryable: true },
+  idle_timeout: { status: 504, type: 'server_error', retryable: false },
+  deadline_exceeded: { status: 504, type: 'server_error', retryable: false },
+  client_disconnect: { status: 499, type: 'invalid_request_error', retryable: false },
+  internal: { status: 500, type: 'server_error', retryable: false },
+} as const satisfies Record<string, { status: number; type: string; retryable: boolean }>;
+
+export type MotorErrorCode = keyof typeof ERROR_CODES;
+
+/** An engine's own error response, relayed verbatim. */
+export interface EngineReply {
+  status: number;
+  body: Buffer;
+  contentType: string;
+}
+
+export class MotorError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly retryable: boolean;
+
+  constructor(
+    readonly code: MotorErrorCode,
+    message: string,
+    opts: {
+      param?: string | null;
+      status?: number;
+      retryable?: boolean;
+      reply?: EngineReply;
+      instanceId?: string;
+    } = {},
+  ) {
+    super(message);
+    this.name = 'MotorError';
+    const entry = ERROR_CODES[code];
+    this.status = opts.status ?? entry.status;
+    this.type = entry.type;
+    this.retryable = opts.retryable ?? entry.retryable;
+    this.param = opts.param ?? null;
+    this.reply = opts.reply;
+    this.instanceId = opts.instanceId;
+  }
+
+  readonly param: string | null;
+  /** Set for `engine_rejected`: the engine's reply to pass through. */
+  readonly reply: EngineReply | undefined;
+  /** The instance that failed, so a retry can avoid it. */
+  readonly instanceId: string | undefined;
+}
+
+/** Error for an engine's non-200 reply: 4xx (except 408/429) pass through, the rest may be retried. */
+export function errorForEngineStatus(instanceId: string, leg: string, reply: EngineReply): MotorError {
+  const { status } = reply;
+  const detail = engineMessage(reply);
+  if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
+    return new MotorError('engine_rejected', detail, { status, reply, instanceId });
+  }
+  const message = `${leg} engine ${instanceId} answered ${status}${detail ? `: ${detail}` : ''}`;
+  if (status === 408 || status === 429 || status === 503) {
+    return new MotorError('engine_unavailable', message, {
+      status: status === 408 ? 503 : status,
+      instanceId,
+    });
+  }
+  return new MotorError('engine_error', message, { instanceId });
+}
+
+function engineMessage(reply: EngineReply): string {
+  const text = reply.body.toString('utf8', 0, Math.min(reply.body.length, 2000));
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof parsed.error === 'string') return parsed.error;
+    if (parsed.error && typeof parsed.error.message === 'string') return parsed.error.message;
+    if (typeof parsed.message === 'string') return parsed.message;
+  } catch {
+    // not JSON
+  }
+  return text.trim();
+}

@@ -1,0 +1,103 @@
+import { isPlainObject } from '../common/http.js';
+import { MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
+import { MotorError } from './motor-error.js';
+
+export type ApiKind = 'chat' | 'completion';
+
+export interface ClientRequest {
+  kind: ApiKind;
+  body: Record<string, unknown>;
+  model: string;
+  stream: boolean;
+  /** The client asked for token ids (`return_token_ids`); otherwise they are stripped. */
+  wantsTokenIds: boolean;
+}
+
+/** Body keys a client may never send: they would steer engines (conformance 33). */
+export function forbiddenKey(key: string): boolean {
+  return (
+    key === MOTOR_DISPATCH_KEY ||
+    key === MOTOR_PREFILL_RESULT_KEY ||
+    key.startsWith('_motor_') ||
+    key === 'kv_transfer_params' ||
+    key.startsWith('bootstrap_')
+  );
+}
+
+const invalid = (message: string, param: string | null = null): MotorError =>
+  new MotorError('invalid_request', message, { param });
+
+type Check = (v: unknown) => boolean;
+const isInt: Check = (v) => typeof v === 'number' && Number.isInteger(v);
+const isNum: Check = (v) => typeof v === 'number' && Number.isFinite(v);
+const isBool: Check = (v) => typeof v === 'boolean';
+const isStr: Check = (v) => typeof v === 'string';
+const isObj: Check = (v) => isPlainObject(v);
+const isStop: Check = (v) =>
+  typeof v === 'string' || (Array.isArray(v) && v.every((s) => typeof s === 'string'));
+
+/** Types of the common sampling fields; `null` is accepted for each (OpenAI does). */
+const FIELD_TYPES: Record<string, [Check, string]> = {
+  stream: [isBool, 'a boolean'],
+  max_tokens: [isInt, 'an integer'],
+  max_completion_tokens: [isInt, 'an integer'],
+  min_tokens: [isInt, 'an integer'],
+  n: [isInt, 'an integer'],
+  temperature: [isNum, 'a number'],
+  top_p: [isNum, 'a number'],
+  presence_penalty: [isNum, 'a number'],
+  frequency_penalty: [isNum, 'a number'],
+  seed: [isInt, 'an integer'],
+  stop: [isStop, 'a string or an array of strings'],
+  stream_options: [isObj, 'an object'],
+  user: [isStr, 'a string'],
+  return_token_ids: [isBool, 'a boolean'],
+};
+
+/**
+ * Gateway validation of a parsed body: an object with `model` and `messages` (chat) or `prompt`
+ * (completions), sane types for the common fields, and no internal keys. Engines validate the rest.
+ */
+export function validateClientRequest(kind: ApiKind, value: unknown): ClientRequest {
+  if (!isPlainObject(value)) throw invalid('request body must be a JSON object');
+  for (const key of Object.keys(value)) {
+    if (forbiddenKey(key)) throw invalid(`'${key}' is an internal field and may not be sent by clients`, key);
+  }
+  if (typeof value.model !== 'string' || value.model.length === 0) {
+    throw invalid("'model' is required and must be a non-empty string", 'model');
+  }
+  if (kind === 'chat') {
+    const messages = value.messages;
+    if (!Array.isArray(messages) || messages.length === 0) {
+      throw invalid("'messages' is required and must be a non-empty array", 'messages');
+    }
+    for (let i = 0; i < messages.length; i++) {
+      const m: unknown = messages[i];
+      if (!isPlainObject(m) || typeof m.role !== 'string') {
+        throw invalid(`'messages[${i}]' must be an object with a string 'role'`, 'messages');
+      }
+    }
+  } else {
+    const p = value.prompt;
+    const ok =
+      (typeof p === 'string' && p.length > 0) ||
+      (Array.isArray(p) &&
+        p.length > 0 &&
+        (p.every((x) => typeof x === 'string') || p.every(isInt) || p.every(Array.isArray)));
+    if (!ok)
+      throw invalid("'prompt' is required and must be a string, an array of strings or token ids", 'prompt');
+  }
+  for (const [key, [check, what]] of Object.entries(FIELD_TYPES)) {
+    const v = value[key];
+    if (v !== undefined && v !== null && !check(v)) throw invalid(`'${key}' must be ${what}`, key);
+  }
+  for (const key of ['max_tokens', 'max_completion_tokens', 'n'] as const) {
+    const v = value[key];
+    if (typeof v === 'number' && v < 1) throw invalid(`'${key}' must be >= 1`, key);
+  }
+  const stream = value.stream === true;
+  if (value.stream_options !== undefined && value.stream_options !== null && !stream) {
+    throw invalid("'stream_options' is only allowed when 'stream' is true", 'stream_options');
+  }
+  return { kind, body: value, model: value.model, stream, wantsTokenIds: value.return_token_ids === true };
+}

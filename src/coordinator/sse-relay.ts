@@ -1,0 +1,157 @@
+import { isPlainObject } from '../common/http.js';
+
+export interface ResponseRewrite {
+  /** Cached prompt tokens reported by the prefill leg, merged into `usage.prompt_tokens_details`. */
+  cachedTokens: number | null;
+  /** Remove `token_ids` / `prompt_token_ids` (the client did not ask for them). */
+  stripTokenIds: boolean;
+}
+
+/**
+ * Rewrites one response object (a non-stream body or one SSE chunk) in place: drops internal keys
+ * (`_motor_*`, `kv_transfer_params`), token ids the client did not ask for, and merges the prefill
+ * leg's cached-token count into the usage. Returns whether anything changed.
+ */
+export function rewriteResponseObject(obj: Record<string, unknown>, rw: ResponseRewrite): boolean {
+  let changed = false;
+  for (const key of Object.keys(obj)) {
+    if (
+      key.startsWith('_motor_') ||
+      key === 'kv_transfer_params' ||
+      (rw.stripTokenIds && key === 'prompt_token_ids')
+    ) {
+      delete obj[key];
+      changed = true;
+    }
+  }
+  if (rw.stripTokenIds && Array.isArray(obj.choices)) {
+    for (const choice of obj.choices as unknown[]) {
+      if (!isPlainObject(choice)) continue;
+      for (const key of ['token_ids', 'prompt_token_ids']) {
+        if (key in choice) {
+          delete choice[key];
+          changed = true;
+        }
+      }
+    }
+  }
+  if (rw.cachedTokens !== null && isPlainObject(obj.usage)) {
+    const usage = obj.usage;
+    const details = isPlainObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
+    usage.prompt_tokens_details = { ...details, cached_tokens: rw.cachedTokens };
+    changed = true;
+  }
+  return changed;
+}
+
+const SEP = Buffer.from('\n\n');
+const DONE = Buffer.from('data: [DONE]');
+const ERROR_PREFIX = Buffer.from('data: {"error"');
+const MARK_USAGE = Buffer.from('"usage":{');
+const MARK_MOTOR = Buffer.from('"_motor_');
+const MARK_KV = Buffer.from('"kv_transfer_params"');
+const MARK_TOKEN_IDS = Buffer.from('token_ids"');
+
+/**
+ * Passes an upstream SSE byte stream through with minimal re-parsing. A chunk made of whole frames
+ * that carries none of the markers below is forwarded as the same Buffer (no copy, no JSON parse);
+ * only frames that need a rewrite (usage to merge, internal keys, unrequested token ids) are parsed.
+ * The upstream `data: [DONE]` is swallowed: the relay's owner writes the one terminator itself.
+ */
+export class SseRelay {
+  /** The upstream sent `data: [DONE]`. */
+  sawDone = false;
+  /** Message of an upstream `data: {"error":…}` frame (the frame itself is forwarded). */
+  upstreamError: string | null = null;
+  private carry: Buffer | null = null;
+
+  constructor(private readonly rw: ResponseRewrite) {}
+
+  /** Bytes to forward for this upstream chunk (null: nothing yet). */
+  push(chunk: Buffer): Buffer | null {
+    if (
+      this.carry === null &&
+      chunk.length >= 2 &&
+      chunk[chunk.length - 1] === 10 &&
+      chunk[chunk.length - 2] === 10
+    ) {
+      if (!this.needsWork(chunk)) return chunk;
+    }
+    const data = this.carry === null ? chunk : Buffer.concat([this.carry, chunk]);
+    const lastSep = data.lastIndexOf(SEP);
+    if (lastSep < 0) {
+      this.carry = data;
+      return null;
+    }
+    const whole = lastSep + 2;
+    this.carry = whole < data.length ? data.subarray(whole) : null;
+    const frames = data.subarray(0, whole);
+    if (!this.needsWork(frames)) return frames;
+    const out: Buffer[] = [];
+    let start = 0;
+    while (start < whole) {
+      const end = frames.indexOf(SEP, start);
+      const frame = frames.subarray(start, end);
+      start = end + 2;
+      const rewritten = this.frame(frame);
+      if (rewritten !== null) out.push(rewritten, SEP);
+    }
+    return out.length === 0 ? null : Buffer.concat(out);
+  }
+
+  /** Leftover bytes of an incomplete frame at end of stream (a truncated upstream). */
+  get pendingBytes(): number {
+    return this.carry?.length ?? 0;
+  }
+
+  private needsWork(buf: Buffer): boolean {
+    return (
+      buf.includes(DONE) ||
+      buf.includes(ERROR_PREFIX) ||
+      buf.includes(MARK_MOTOR) ||
+      buf.includes(MARK_KV) ||
+      (this.rw.cachedTokens !== null && buf.includes(MARK_USAGE)) ||
+      (this.rw.stripTokenIds && buf.includes(MARK_TOKEN_IDS))
+    );
+  }
+
+  /** One frame without its separator → bytes to forward, or null to drop it. */
+  private frame(frame: Buffer): Buffer | null {
+    if (frame.length === 0) return null;
+    if (
+      frame.equals(DONE) ||
+      (frame.subarray(0, DONE.length).equals(DONE) && frame.subarray(DONE.length).toString().trim() === '')
+    ) {
+      this.sawDone = true;
+      return null;
+    }
+    if (!this.needsWork(frame)) return frame;
+    const text = frame.toString('utf8');
+    if (!text.startsWith('data:')) return frame;
+    const json = text.slice(5).trim();
+    let obj: unknown;
+    try {
+      obj = JSON.parse(json);
+    } catch {
+      return frame;
+    }
+    if (!isPlainObject(obj)) return frame;
+    if ('error' in obj) {
+      const e = obj.error;
+      this.upstreamError =
+        isPlainObject(e) && typeof e.message === 'string'
+          ? e.message
+          : typeof e === 'string'
+            ? e
+            : JSON.stringify(e);
+      return frame;
+    }
+    return rewriteResponseObject(obj, this.rw) ? Buffer.from(`data: ${JSON.stringify(obj)}`) : frame;
+  }
+}
+
+export const SSE_DONE_FRAME = 'data: [DONE]\n\n';
+
+export function sseErrorFrame(message: string, type: string, code: string | number | null): string {
+  return `data: ${JSON.stringify({ error: { message, type, param: null, code } })}\n\n`;
+}

@@ -1,0 +1,82 @@
+import { Pool, type Dispatcher } from 'undici';
+import type { Instance } from './instance-source.js';
+
+export interface UpstreamOptions {
+  connectionsPerInstance: number;
+  keepAliveMs: number;
+  connectMs: number;
+}
+
+export interface UpstreamRequest {
+  method?: 'POST' | 'GET';
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/**
+ * One undici `Pool` per instance origin (DESIGN.md §7: ~3× `fetch`). Body and header timeouts are
+ * off: the dispatcher's own watchdogs decide, and abort through `signal`, which destroys the socket.
+ */
+export class Upstreams {
+  private readonly pools = new Map<string, Pool>();
+
+  constructor(private readonly opts: UpstreamOptions) {}
+
+  private poolFor(origin: string): Pool {
+    let pool = this.pools.get(origin);
+    if (!pool) {
+      pool = new Pool(origin, {
+        connections: this.opts.connectionsPerInstance,
+        keepAliveTimeout: this.opts.keepAliveMs,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        connect: { timeout: this.opts.connectMs },
+      });
+      this.pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  request(instance: Pick<Instance, 'url'>, req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+    const url = new URL(instance.url);
+    const base = url.pathname.replace(/\/+$/, '');
+    return this.poolFor(url.origin).request({
+      method: req.method ?? 'POST',
+      path: base + req.path,
+      headers: req.body !== undefined ? { 'content-type': 'application/json', ...req.headers } : req.headers,
+      body: req.body,
+      signal: req.signal,
+    });
+  }
+
+  /** A small JSON call with its own timeout (stops, aborts); never throws. */
+  async postJson(
+    instance: Pick<Instance, 'url'>,
+    path: string,
+    body: string,
+    timeoutMs: number,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; text: string } | { error: string }> {
+    const signal = AbortSignal.timeout(Math.max(1, timeoutMs));
+    try {
+      const res = await this.request(instance, { path, body, headers, signal });
+      return { status: res.statusCode, text: await res.body.text() };
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((p) => p.destroy()));
+    this.pools.clear();
+  }
+}
+
+/** Reads a whole response body as a Buffer. */
+export async function readAll(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
