@@ -196,10 +196,12 @@ export class SimCore {
       res.destroy();
       return;
     }
-    const status = err instanceof SimFailure ? err.status : 500;
+    const known = err instanceof SimFailure || err instanceof RequestError;
+    const status = known ? err.status : 500;
     const message = err instanceof Error ? err.message : String(err);
-    const reason = err instanceof SimFailure ? err.reason : 'internal_error';
-    if (!(err instanceof SimFailure)) this.log.error({ err, request_id: run.id }, 'simulator request failed');
+    const reason =
+      err instanceof SimFailure ? err.reason : err instanceof RequestError ? 'bad_request' : 'internal_error';
+    if (!known) this.log.error({ err, request_id: run.id }, 'simulator request failed');
     this.ledger.finish(entry, 'failed', reason);
     if (res.destroyed) return;
     if (run.committed) {
