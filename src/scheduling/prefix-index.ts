@@ -59,8 +59,8 @@ export class PrefixIndex {
       lru = new Map();
       this.lrus.set(instanceId, lru);
     }
-    const start = Math.max(0, hashes.length - this.capacityBlocks);
-    for (let k = hashes.length - 1; k >= start; k--) {
+    // A prompt longer than the capacity keeps only its head (the tail would be evicted first anyway).
+    for (let k = Math.min(hashes.length, this.capacityBlocks) - 1; k >= 0; k--) {
       const h = hashes[k]!;
       if (lru.delete(h)) {
         lru.set(h, true);

@@ -1,0 +1,198 @@
+import { describe, expect, it } from 'vitest';
+import { AdmissionController, type AdmissionResult, type AdmissionTicket } from './admission.js';
+import { ManualClock } from './clock.js';
+import { TokenBucketLimiter } from './token-bucket-limiter.js';
+
+/** Flushes promise callbacks (no timers involved). */
+const settle = () => new Promise<void>((resolve) => queueMicrotask(resolve)).then(() => undefined);
+
+function track(p: Promise<AdmissionResult>) {
+  const box: { result?: AdmissionResult } = {};
+  void p.then((r) => (box.result = r));
+  return box;
+}
+
+function ticket(r: AdmissionResult | undefined): AdmissionTicket {
+  if (!r?.admitted) throw new Error(`expected a ticket, got ${JSON.stringify(r)}`);
+  return r;
+}
+
+describe('AdmissionController', () => {
+  it('admits up to the limit, queues FIFO, hands slots over on release', async () => {
+    const clock = new ManualClock();
+    const a = new AdmissionController({ maxConcurrent: 2, maxQueue: 2, queueTimeoutMs: 1000, clock });
+    const t1 = ticket(await a.acquire());
+    ticket(await a.acquire());
+    const w1 = track(a.acquire());
+    const w2 = track(a.acquire());
+    await settle();
+    expect(a.queued).toBe(2);
+    expect(w1.result).toBeUndefined();
+    clock.advance(300);
+    t1.release();
+    t1.release(); // idempotent
+    await settle();
+    expect(ticket(w1.result).queuedMs).toBe(300);
+    expect(w2.result).toBeUndefined();
+    expect(a.inFlight).toBe(2);
+    expect(a.queued).toBe(1);
+  });
+
+  it('rejects with 503 + Retry-After when the queue is full', async () => {
+    const a = new AdmissionController({
+      maxConcurrent: 1,
+      maxQueue: 1,
+      retryAfterSeconds: 2,
+      clock: new ManualClock(),
+    });
+    await a.acquire();
+    void a.acquire();
+    expect(await a.acquire()).toMatchObject({
+      admitted: false,
+      reason: 'queue_full',
+      status: 503,
+      retryAfterSeconds: 2,
+    });
+    expect(a.rejections.queue_full).toBe(1);
+  });
+
+  it('with no queue rejects at once', async () => {
+    const a = new AdmissionController({ maxConcurrent: 1, clock: new ManualClock() });
+    await a.acquire();
+    expect(await a.acquire()).toMatchObject({ reason: 'queue_full' });
+  });
+
+  it('times queued requests out in order and leaves no timer behind', async () => {
+    const clock = new ManualClock();
+    const a = new AdmissionController({ maxConcurrent: 1, maxQueue: 5, queueTimeoutMs: 1000, clock });
+    const t = ticket(await a.acquire());
+    const w1 = track(a.acquire());
+    clock.advance(400);
+    const w2 = track(a.acquire());
+    expect(clock.pendingTimers).toBe(1);
+    clock.advance(600);
+    await settle();
+    expect(w1.result).toMatchObject({ admitted: false, reason: 'queue_timeout', status: 503 });
+    expect(w2.result).toBeUndefined();
+    clock.advance(399);
+    await settle();
+    expect(w2.result).toBeUndefined();
+    clock.advance(1);
+    await settle();
+    expect(w2.result).toMatchObject({ reason: 'queue_timeout' });
+    expect(clock.pendingTimers).toBe(0);
+    t.release();
+    expect(a.inFlight).toBe(0);
+  });
+
+  it('an abort while queued frees the place and the timer', async () => {
+    const clock = new ManualClock();
+    const a = new AdmissionController({ maxConcurrent: 1, maxQueue: 1, clock });
+    const t = ticket(await a.acquire());
+    const controller = new AbortController();
+    const w = track(a.acquire({ signal: controller.signal }));
+    controller.abort();
+    await settle();
+    expect(w.result).toMatchObject({ reason: 'aborted' });
+    expect(a.queued).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
+    t.release();
+    expect(a.inFlight).toBe(0);
+    expect(ticket(await a.acquire()).admitted).toBe(true);
+  });
+
+  it('an aborted waiter in the middle is skipped', async () => {
+    const clock = new ManualClock();
+    const a = new AdmissionController({ maxConcurrent: 1, maxQueue: 3, clock });
+    const t = ticket(await a.acquire());
+    const c = new AbortController();
+    const w1 = track(a.acquire({ signal: c.signal }));
+    const w2 = track(a.acquire());
+    c.abort();
+    t.release();
+    await settle();
+    expect(w1.result).toMatchObject({ reason: 'aborted' });
+    expect(ticket(w2.result).admitted).toBe(true);
+  });
+
+  it('close() rejects waiters and new requests', async () => {
+    const clock = new ManualClock();
+    const a = new AdmissionController({ maxConcurrent: 1, maxQueue: 3, clock });
+    await a.acquire();
+    const w = track(a.acquire());
+    a.close();
+    await settle();
+    expect(w.result).toMatchObject({ reason: 'closed', status: 503 });
+    expect(await a.acquire()).toMatchObject({ reason: 'closed' });
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('rate-limits per API key with 429 and a Retry-After', async () => {
+    const clock = new ManualClock();
+    const a = new AdmissionController({
+      maxConcurrent: 100,
+      rateLimit: { ratePerSecond: 2, burst: 2 },
+      clock,
+    });
+    expect((await a.acquire({ apiKey: 'k1' })).admitted).toBe(true);
+    expect((await a.acquire({ apiKey: 'k1' })).admitted).toBe(true);
+    expect(await a.acquire({ apiKey: 'k1' })).toMatchObject({
+      admitted: false,
+      reason: 'rate_limited',
+      status: 429,
+      retryAfterSeconds: 1,
+    });
+    expect((await a.acquire({ apiKey: 'k2' })).admitted).toBe(true);
+    clock.advance(500);
+    expect((await a.acquire({ apiKey: 'k1' })).admitted).toBe(true);
+  });
+});
+
+describe('TokenBucketLimiter', () => {
+  it.each([
+    {
+      name: 'burst then refill',
+      rate: 10,
+      burst: 3,
+      steps: [
+        [0, true],
+        [0, true],
+        [0, true],
+        [0, false],
+        [100, true],
+        [0, false],
+      ],
+    },
+    {
+      name: 'refill is capped at burst',
+      rate: 10,
+      burst: 2,
+      steps: [
+        [10_000, true],
+        [0, true],
+        [0, false],
+      ],
+    },
+  ] as const)('$name', ({ rate, burst, steps }) => {
+    const clock = new ManualClock();
+    const l = new TokenBucketLimiter({ ratePerSecond: rate, burst, clock });
+    for (const [advance, allowed] of steps) {
+      clock.advance(advance);
+      expect(l.take('k').allowed).toBe(allowed);
+    }
+  });
+
+  it('reports the wait until the next token', () => {
+    const l = new TokenBucketLimiter({ ratePerSecond: 4, burst: 1, clock: new ManualClock() });
+    l.take('k');
+    expect(l.take('k')).toEqual({ allowed: false, retryAfterMs: 250 });
+  });
+
+  it('bounds the number of keys (LRU)', () => {
+    const l = new TokenBucketLimiter({ ratePerSecond: 1, burst: 1, maxKeys: 3, clock: new ManualClock() });
+    for (const k of ['a', 'b', 'c', 'a', 'd']) l.take(k);
+    expect(l.size).toBe(3);
+    expect(l.take('a').allowed).toBe(false); // still remembered (recently used)
+    expect(l.take('b').allowed).toBe(true); // evicted → fresh bucket
+  });
+});

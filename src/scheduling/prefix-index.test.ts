@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { textBlockHashes, tokenBlockHashes } from './prefix-hash.js';
+import { PrefixIndex } from './prefix-index.js';
+
+describe('block hashing', () => {
+  it('is chained: equal prefixes give equal leading hashes, then diverge for good', () => {
+    const a = tokenBlockHashes(
+      Array.from({ length: 64 }, (_, i) => i),
+      16,
+    );
+    const b = tokenBlockHashes(
+      [...Array.from({ length: 20 }, (_, i) => i), 999, ...Array.from({ length: 43 }, (_, i) => i + 21)],
+      16,
+    );
+    expect(a).toHaveLength(4);
+    expect(b[0]).toBe(a[0]);
+    expect(b.slice(1).some((h, i) => h === a[i + 1])).toBe(false);
+  });
+
+  it('ignores a trailing partial block, and position matters', () => {
+    expect(tokenBlockHashes([1, 2, 3], 16)).toEqual([]);
+    const same = Array.from({ length: 32 }, () => 7);
+    const [h0, h1] = tokenBlockHashes(same, 16);
+    expect(h0).not.toBe(h1);
+  });
+
+  it('text blocks are 4 chars per token', () => {
+    expect(textBlockHashes('x'.repeat(64 * 3 + 10), 16)).toHaveLength(3);
+    expect(textBlockHashes('abc'.repeat(100), 16)[1]).toBe(textBlockHashes('abc'.repeat(200), 16)[1]);
+  });
+
+  it('gives safe integers with few collisions', () => {
+    const seen = new Set<number>();
+    for (let i = 0; i < 20_000; i++) {
+      const [h] = tokenBlockHashes(
+        Array.from({ length: 16 }, (_, k) => i * 16 + k),
+        16,
+      );
+      expect(Number.isSafeInteger(h)).toBe(true);
+      seen.add(h!);
+    }
+    expect(seen.size).toBe(20_000);
+  });
+});
+
+describe('PrefixIndex', () => {
+  const chain = (tag: number, n: number) => Array.from({ length: n }, (_, i) => tag * 1000 + i);
+
+  it('matches the longest held prefix per instance', () => {
+    const idx = new PrefixIndex();
+    idx.record('a', chain(1, 10));
+    idx.record('b', chain(1, 4));
+    idx.record('c', chain(2, 10));
+    expect(idx.match(chain(1, 8))).toEqual(
+      new Map([
+        ['a', 8],
+        ['b', 4],
+      ]),
+    );
+    expect(idx.match([...chain(1, 3), 5])).toEqual(
+      new Map([
+        ['a', 3],
+        ['b', 3],
+      ]),
+    );
+    expect(idx.match(chain(3, 5)).size).toBe(0);
+    expect(idx.match([]).size).toBe(0);
+  });
+
+  it('evicts least recently used blocks, the tail of a prompt before its head', () => {
+    const idx = new PrefixIndex({ capacityBlocks: 6 });
+    idx.record('a', chain(1, 4));
+    idx.record('a', chain(2, 4)); // capacity 6: two blocks of chain 1 go, its tail first
+    expect(idx.size('a')).toBe(6);
+    expect(idx.match(chain(1, 4)).get('a')).toBe(2);
+    expect(idx.match(chain(2, 4)).get('a')).toBe(4);
+    idx.record('a', chain(1, 2)); // touch chain 1's head
+    idx.record('a', chain(3, 2)); // evicts chain 2's tail
+    expect(idx.match(chain(1, 4)).get('a')).toBe(2);
+    expect(idx.match(chain(2, 4)).get('a')).toBe(2);
+  });
+
+  it('a prompt longer than capacity keeps its head', () => {
+    const idx = new PrefixIndex({ capacityBlocks: 3 });
+    idx.record('a', chain(1, 10));
+    expect(idx.size('a')).toBe(3);
+    expect(idx.match(chain(1, 10)).get('a')).toBe(3);
+  });
+
+  it('keeps holders consistent across eviction and forget', () => {
+    const idx = new PrefixIndex({ capacityBlocks: 4 });
+    idx.record('a', chain(1, 4));
+    idx.record('b', chain(1, 4));
+    idx.record('a', chain(2, 4)); // a evicts chain 1 entirely
+    expect(idx.match(chain(1, 4))).toEqual(new Map([['b', 4]]));
+    idx.forget('b');
+    expect(idx.match(chain(1, 4)).size).toBe(0);
+    expect(idx.distinctBlocks).toBe(4);
+    idx.forget('a');
+    expect(idx.distinctBlocks).toBe(0);
+  });
+});
