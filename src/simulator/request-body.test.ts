@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { parseGenRequest, parseJsonPreservingRoom, RequestError } from './request-body.js';
+
+const d = { defaultMaxTokens: 16, maxModelLen: 1000 };
+
+describe('parseJsonPreservingRoom', () => {
+  it.each([
+    ['{"bootstrap_room":9223372036854775807}', '9223372036854775807'],
+    ['{"bootstrap_room": 9007199254740993 ,"x":1}', '9007199254740993'],
+    ['{"bootstrap_room":42}', 42],
+  ])('%s', (text, room) => {
+    const r = parseJsonPreservingRoom(text);
+    expect(r.ok && (r.value as { bootstrap_room: unknown }).bootstrap_room).toBe(room);
+  });
+});
+
+describe('parseGenRequest', () => {
+  it.each([
+    [{ model: 'm', prompt: 'x', max_tokens: 0 }, 'max_tokens'],
+    [{ model: 'm', prompt: 'x', n: 2 }, 'n'],
+    [{ model: 'm', prompt: ['a', 'b'] }, 'prompt'],
+    [{ model: 'm', prompt: 'x', stream_options: { include_usage: true } }, 'stream_options'],
+    [{ model: 'm', prompt: 'x', stop: 5 }, 'stop'],
+    [{ model: 'm', prompt: 'x', seed: 1.5 }, 'seed'],
+    [{ model: 'm', prompt: 'x', kv_transfer_params: [] }, 'kv_transfer_params'],
+    [{ model: 'm', prompt: 'x', bootstrap_room: 1 }, 'bootstrap_host'],
+    [
+      { model: 'm', prompt: 'x', bootstrap_room: 'abc', bootstrap_host: 'h', bootstrap_port: 1 },
+      'bootstrap_room',
+    ],
+    [{ model: 'm', prompt: 'x', max_tokens: 1000 }, 'prompt'],
+  ])('%j → 400 on %s', (body, param) => {
+    try {
+      parseGenRequest('completion', body, d);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(RequestError);
+      expect((err as RequestError).param).toBe(param);
+    }
+  });
+
+  it('reads the P/D and output fields', () => {
+    const g = parseGenRequest(
+      'chat',
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+        max_completion_tokens: 3,
+        rid: 'r1',
+        bootstrap_host: 'h',
+        bootstrap_port: 8998,
+        bootstrap_room: '9223372036854775807',
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      d,
+    );
+    expect(g).toMatchObject({
+      maxTokens: 3,
+      naturalStop: false,
+      bodyRequestId: 'r1',
+      includeUsage: true,
+      bootstrap: { host: 'h', port: 8998, room: '9223372036854775807' },
+    });
+  });
+});
