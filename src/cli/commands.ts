@@ -1,9 +1,15 @@
 import type { Command } from 'commander';
 import { registerClassify } from './classify.js';
 import { registerCoordinator } from './coordinator.js';
+import { registerEngineProxy } from './engine-proxy.js';
 import { registerSim } from './sim.js';
 
 /** Every CLI command registers itself on the root program; this list is the only wiring point. */
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [registerClassify, registerSim, registerCoordinator];
+export const commands: RegisterCommand[] = [
+  registerClassify,
+  registerSim,
+  registerCoordinator,
+  registerEngineProxy,
+];

@@ -23,7 +23,7 @@ interface Entry {
   reason: string | null;
   tombstone: boolean;
   finishedAt: number;
-  aborters: Array<(reason: string) => void>;
+  aborters: Array<(reason: string) => unknown>;
 }
 
 /** One attempt in flight on this engine. */
@@ -33,7 +33,7 @@ export interface AttemptHandle {
   /** Set once a stop (or an expiry) ended the attempt; the reason is kept. */
   readonly stopReason: string | null;
   /** Registers what to run when the attempt is stopped (runs at once if it already was). */
-  onAbort(fn: (reason: string) => void): void;
+  onAbort(fn: (reason: string) => unknown): void;
   /** Ends the attempt: `done` (the engine finished, or failed on its own) or `stopped`. No-op when ended. */
   finish(state: 'done' | 'stopped', reason?: string): void;
 }
@@ -44,7 +44,11 @@ export type BeginResult =
 export interface StopOutcome {
   state: DispatchStopState;
   message: string;
+  /** Settles when every abort action of a `stopped` attempt has (e.g. SGLang's /abort_request call). */
+  aborted: Promise<void>;
 }
+
+const NOTHING = Promise.resolve();
 
 const keyOf = (root: string, attempt: number): string => `${attempt}\u0000${root}`;
 
@@ -148,20 +152,28 @@ export class AttemptTracker {
       return {
         state: 'not_found',
         message: 'no such attempt here; a tombstone refuses it if it arrives later',
+        aborted: NOTHING,
       };
     }
     if (!this.sameAttempt(entry, request.pair_id, request.engine_request_id)) {
       return {
         state: 'stale',
         message: `attempt is held by pair ${entry.pairId} / engine request ${entry.engineRequestId ?? '(none)'}`,
+        aborted: NOTHING,
       };
     }
-    if (entry.state === 'done') return { state: 'already_done', message: 'the attempt had already finished' };
-    if (entry.state === 'stopped') {
-      return { state: 'already_stopped', message: `already stopped (${entry.reason ?? 'other'})` };
+    if (entry.state === 'done') {
+      return { state: 'already_done', message: 'the attempt had already finished', aborted: NOTHING };
     }
-    this.end(entry, 'stopped', reason);
-    return { state: 'stopped', message: 'the engine request was aborted' };
+    if (entry.state === 'stopped') {
+      return {
+        state: 'already_stopped',
+        message: `already stopped (${entry.reason ?? 'other'})`,
+        aborted: NOTHING,
+      };
+    }
+    const aborted = this.end(entry, 'stopped', reason);
+    return { state: 'stopped', message: 'the engine request was aborted', aborted };
   }
 
   /** State of one attempt, for tests and debugging. */
@@ -183,8 +195,9 @@ export class AttemptTracker {
   }
 
   /** Aborts everything in flight (shutdown). */
-  abortAll(reason: string): void {
-    for (const entry of [...this.active.values()]) this.end(entry, 'stopped', reason);
+  abortAll(reason: string): Promise<void> {
+    const all = [...this.active.values()].map((entry) => this.end(entry, 'stopped', reason));
+    return Promise.all(all).then(() => undefined);
   }
 
   private sameAttempt(entry: Entry, pairId: string, engineRequestId: string | null): boolean {
@@ -194,18 +207,23 @@ export class AttemptTracker {
     );
   }
 
-  private end(entry: Entry, state: 'done' | 'stopped', reason: string | null): void {
-    if (entry.state !== 'active') return;
+  private end(entry: Entry, state: 'done' | 'stopped', reason: string | null): Promise<void> {
+    if (entry.state !== 'active') return NOTHING;
     entry.state = state;
     entry.reason = reason;
     this.active.delete(entry.key);
     this.remember(entry);
-    if (state === 'stopped') {
-      const aborters = entry.aborters;
-      entry.aborters = [];
-      for (const fn of aborters) fn(reason ?? 'other');
-    }
+    const aborters = entry.aborters;
     entry.aborters = [];
+    if (state !== 'stopped' || aborters.length === 0) return NOTHING;
+    const results = aborters.map((fn) => {
+      try {
+        return Promise.resolve(fn(reason ?? 'other'));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    });
+    return Promise.allSettled(results).then(() => undefined);
   }
 
   private remember(entry: Entry): void {
@@ -229,7 +247,7 @@ export class AttemptTracker {
         if (entry.state === 'stopped') fn(entry.reason ?? 'other');
         else if (entry.state === 'active') entry.aborters.push(fn);
       },
-      finish: (state, reason) => this.end(entry, state, reason ?? null),
+      finish: (state, reason) => void this.end(entry, state, reason ?? null),
     };
   }
 }

@@ -1,0 +1,237 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import { readFile } from 'node:fs/promises';
+import { createLogger } from '../common/logger.js';
+import { onShutdown } from '../common/shutdown.js';
+import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions, type ProxyRole } from '../engine-proxy/options.js';
+import { PeerAllowList } from '../engine-proxy/peer-allow-list.js';
+import { startEngineProxy } from '../engine-proxy/server.js';
+import {
+  dispatchCapabilitiesForProfile,
+  DispatchProfileError,
+  ENGINE_KINDS,
+  explainEngineProfile,
+  type EngineKind,
+} from '../protocol/index.js';
+
+interface CliOptions {
+  engineUrl: string;
+  role: ProxyRole;
+  engineConfig?: string;
+  engine?: EngineKind;
+  dispatchProfile?: string;
+  host: string;
+  port: number;
+  bootstrapHost?: string;
+  bootstrapPort?: number;
+  peerAllow: string[];
+  stopTtlMs: number;
+  maxTrackedAttempts: number;
+  maxActiveAttempts: number;
+  preparedTtlMs: number;
+  maxPrepared: number;
+  handoffTtlMs: number;
+  metaserverWaitMs: number;
+  peerTimeoutMs: number;
+  engineTimeoutMs: number;
+  engineConnections: number;
+  maxBodyBytes: number;
+}
+
+function int(name: string, min = 0): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min)
+      throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** `motor engine-proxy`: the engine side of the Motor protocol, in front of one engine. */
+export function registerEngineProxy(program: Command): void {
+  const d = ENGINE_PROXY_DEFAULTS;
+  program
+    .command('engine-proxy')
+    .description(
+      'run beside one engine (vLLM, SGLang, motor sim) and implement the engine side of the Motor protocol',
+    )
+    .requiredOption('--engine-url <url>', 'base URL of the engine, e.g. http://127.0.0.1:8000')
+    .addOption(
+      new Option('--role <role>', 'P/D role of the engine')
+        .choices(['prefill', 'decode', 'union'])
+        .makeOptionMandatory(),
+    )
+    .option(
+      '--engine-config <file>',
+      'engine config JSON (vLLM kv_transfer_config / dispatch_profile, or endpoint config); required for prefill/decode',
+    )
+    .addOption(
+      new Option('--engine <kind>', 'engine kind (default: engine_type in the config, else vllm)').choices([
+        ...ENGINE_KINDS,
+      ]),
+    )
+    .option(
+      '--dispatch-profile <profile>',
+      'explicit dispatch_profile override (trigger, handoff, bootstrap)',
+    )
+    .option('--host <host>', 'listen host', d.host)
+    .option('--port <port>', 'listen port (0 = any free port)', int('--port'), d.port)
+    .option(
+      '--bootstrap-host <host>',
+      'SGLang prefill: bootstrap host given to both legs (default: engine host)',
+    )
+    .option(
+      '--bootstrap-port <port>',
+      'SGLang prefill: bootstrap port given to both legs (default: engine port, as motor sim serves it; real SGLang: 8998)',
+      int('--bootstrap-port', 1),
+    )
+    .option(
+      '--peer-allow <url>',
+      'peer proxy this proxy may call (stops, bootstrap discovery): http://host:port or http://host:* (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '--stop-ttl-ms <ms>',
+      'how long finished attempts and stop tombstones are remembered',
+      int('--stop-ttl-ms', 1),
+      d.stopTtlMs,
+    )
+    .option(
+      '--max-tracked-attempts <n>',
+      'most finished attempts / tombstones remembered',
+      int('--max-tracked-attempts', 1),
+      d.maxTrackedAttempts,
+    )
+    .option(
+      '--max-active-attempts <n>',
+      'most envelope requests in flight (503 beyond)',
+      int('--max-active-attempts', 1),
+      d.maxActiveAttempts,
+    )
+    .option(
+      '--prepared-ttl-ms <ms>',
+      'trigger: how long a prepared prefill waits for its metaserver call',
+      int('--prepared-ttl-ms', 1),
+      d.preparedTtlMs,
+    )
+    .option(
+      '--max-prepared <n>',
+      'trigger: most prepared prefills held (503 beyond)',
+      int('--max-prepared', 1),
+      d.maxPrepared,
+    )
+    .option(
+      '--handoff-ttl-ms <ms>',
+      'handoff: expires_at_ms of completed prefill results (engine KV lease)',
+      int('--handoff-ttl-ms', 1),
+      d.handoffTtlMs,
+    )
+    .option(
+      '--metaserver-wait-ms <ms>',
+      'trigger: how long a metaserver call waits for a late prepare (then 404)',
+      int('--metaserver-wait-ms'),
+      d.metaserverWaitMs,
+    )
+    .option(
+      '--peer-timeout-ms <ms>',
+      'bound on calls to peers and on engine abort calls',
+      int('--peer-timeout-ms', 1),
+      d.peerTimeoutMs,
+    )
+    .option(
+      '--engine-timeout-ms <ms>',
+      'engine headers / idle body timeout',
+      int('--engine-timeout-ms', 1),
+      d.engineTimeoutMs,
+    )
+    .option(
+      '--engine-connections <n>',
+      'keep-alive connections to the engine',
+      int('--engine-connections', 1),
+      d.engineConnections,
+    )
+    .option(
+      '--max-body-bytes <n>',
+      'request body limit (413 beyond)',
+      int('--max-body-bytes', 1),
+      d.maxBodyBytes,
+    )
+    .action(async (cli: CliOptions) => {
+      const opts = await resolveOptions(cli);
+      if (typeof opts === 'string') {
+        console.error(`motor engine-proxy: ${opts}`);
+        process.exitCode = 2;
+        return;
+      }
+      const logger = createLogger('engine-proxy');
+      const server = await startEngineProxy(opts, logger);
+      onShutdown(() => server.close());
+    });
+}
+
+/** Flags → options, or an error message (unreadable config, no capability for a P/D role, bad URL). */
+export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOptions | string> {
+  try {
+    const u = new URL(cli.engineUrl);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      return `--engine-url must be http(s): ${cli.engineUrl}`;
+  } catch {
+    return `--engine-url is not a URL: ${cli.engineUrl}`;
+  }
+  try {
+    new PeerAllowList(cli.peerAllow);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  let config: unknown = {};
+  if (cli.engineConfig !== undefined) {
+    try {
+      config = JSON.parse(await readFile(cli.engineConfig, 'utf8'));
+    } catch (err) {
+      return `cannot read --engine-config ${cli.engineConfig}: ${(err as Error).message}`;
+    }
+  } else if (cli.role !== 'union') {
+    return `--engine-config is required for role ${cli.role} (its KV connector decides the dispatch capabilities)`;
+  }
+  let explanation;
+  try {
+    explanation = explainEngineProfile(config, cli.engine, cli.dispatchProfile);
+  } catch (err) {
+    if (err instanceof DispatchProfileError) return err.message;
+    throw err;
+  }
+  const capabilities = dispatchCapabilitiesForProfile(explanation.profile);
+  if (cli.role !== 'union' && capabilities.length === 0) {
+    return (
+      `refusing to start a ${cli.role} proxy with no dispatch capability: the ${explanation.engine} engine config ` +
+      `classifies as '${explanation.profile}' (${explanation.decidedBy}: ${explanation.reason}). Use a supported ` +
+      'KV connector or set dispatch_profile (trigger, handoff, bootstrap); see `motor classify`.'
+    );
+  }
+  return {
+    engineUrl: cli.engineUrl.replace(/\/+$/, ''),
+    role: cli.role,
+    engine: explanation.engine,
+    dispatchCapabilities: capabilities,
+    dispatchProfile: explanation.profile,
+    host: cli.host,
+    port: cli.port,
+    bootstrapHost: cli.bootstrapHost ?? null,
+    bootstrapPort: cli.bootstrapPort ?? null,
+    peerAllow: cli.peerAllow,
+    stopTtlMs: cli.stopTtlMs,
+    maxTrackedAttempts: cli.maxTrackedAttempts,
+    maxActiveAttempts: cli.maxActiveAttempts,
+    preparedTtlMs: cli.preparedTtlMs,
+    maxPrepared: cli.maxPrepared,
+    handoffTtlMs: cli.handoffTtlMs,
+    metaserverWaitMs: cli.metaserverWaitMs,
+    peerTimeoutMs: cli.peerTimeoutMs,
+    engineTimeoutMs: cli.engineTimeoutMs,
+    engineConnections: cli.engineConnections,
+    maxBodyBytes: cli.maxBodyBytes,
+  };
+}

@@ -1,0 +1,48 @@
+import type { EngineKind } from '../protocol/index.js';
+
+export type ProxyRole = 'prefill' | 'decode' | 'union';
+
+/** Every engine-proxy setting; `motor engine-proxy` flags map 1:1 onto these (README "motor engine-proxy"). */
+export interface EngineProxyOptions {
+  engineUrl: string;
+  role: ProxyRole;
+  engine: EngineKind;
+  /** Capabilities advertised (from the engine config); P/D roles refuse to start with none. */
+  dispatchCapabilities: string[];
+  dispatchProfile: string;
+  host: string;
+  port: number;
+  /** SGLang prefill: bootstrap address handed to both legs (default: engine host and port). */
+  bootstrapHost: string | null;
+  bootstrapPort: number | null;
+  /** Peer base URLs this proxy may call (`http://host:port` or `http://host:*`). */
+  peerAllow: string[];
+  stopTtlMs: number;
+  maxTrackedAttempts: number;
+  maxActiveAttempts: number;
+  preparedTtlMs: number;
+  maxPrepared: number;
+  handoffTtlMs: number;
+  metaserverWaitMs: number;
+  peerTimeoutMs: number;
+  engineTimeoutMs: number;
+  engineConnections: number;
+  maxBodyBytes: number;
+}
+
+export const ENGINE_PROXY_DEFAULTS = Object.freeze({
+  host: '127.0.0.1',
+  port: 0,
+  stopTtlMs: 60_000,
+  maxTrackedAttempts: 100_000,
+  maxActiveAttempts: 10_000,
+  preparedTtlMs: 30_000,
+  maxPrepared: 10_000,
+  // vLLM's NIXL connector frees blocks a decode never read after 480 s (VLLM_NIXL_ABORT_REQUEST_TIMEOUT).
+  handoffTtlMs: 480_000,
+  metaserverWaitMs: 5_000,
+  peerTimeoutMs: 2_000,
+  engineTimeoutMs: 600_000,
+  engineConnections: 256,
+  maxBodyBytes: 8 * 1024 * 1024,
+});
