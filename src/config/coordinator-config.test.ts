@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  configFromEnv,
+  configFromFlags,
+  mergeDeep,
+  validateCoordinatorConfig,
+} from './coordinator-config.js';
+
+const errorsOf = (raw: unknown): string[] => {
+  try {
+    validateCoordinatorConfig(raw);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues;
+    throw err;
+  }
+  return [];
+};
+
+describe('coordinator config validation', () => {
+  it.each([
+    [
+      {
+        instances: [
+          { url: 'http://a:1', role: 'union' },
+          { url: 3, role: 'prefill' },
+        ],
+      },
+      'instances[1].url: expected string, received number',
+    ],
+    [
+      { instances: [{ url: 'http://a:1', role: 'worker' }] },
+      'instances[0].role: expected one of "prefill"|"decode"|"union"',
+    ],
+    [{ server: { port: 'x' } }, 'server.port: expected number, received string'],
+    [{ retry: { maxAttempts: 0 } }, 'retry.maxAttempts: Too small: expected number to be >=1'],
+    [{ timeouts: { idleMs: -1 } }, 'timeouts.idleMs: Too small: expected number to be >=0'],
+    [{ bogus: 1 }, "(root): unknown key(s) 'bogus'"],
+    [
+      { instances: [{ url: 'http://a:1', role: 'prefill', dispatchProfile: 'nope' }] },
+      'instances[0].dispatchProfile: Unsupported dispatch_profile',
+    ],
+    [
+      {
+        instances: [
+          { url: 'http://a:1', role: 'union', id: 'x' },
+          { url: 'http://b:1', role: 'union', id: 'x' },
+        ],
+      },
+      "instances[1].id: duplicate id 'x'",
+    ],
+    [{ dispatch: { prefillFailurePolicy: 'ignore' } }, 'dispatch.prefillFailurePolicy: expected one of'],
+  ])('%j → %s', (raw, expected) => {
+    expect(errorsOf(raw).join('\n')).toContain(expected);
+  });
+
+  it('fills defaults', () => {
+    const c = validateCoordinatorConfig({});
+    expect(c.server).toMatchObject({ host: '127.0.0.1', port: 8000, apiKeys: [] });
+    expect(c.retry.maxAttempts).toBe(3);
+    expect(c.dispatch).toMatchObject({ fallbackToSingle: false, prefillFailurePolicy: 'retry' });
+    expect(c.scheduler.policy).toBe('least-in-flight');
+  });
+
+  it.each([
+    [{ dispatchProfile: 'handoff' }, 'handoff', ['prefill_handoff_decode']],
+    [{ dispatchProfile: 'concurrent_engine_sync' }, 'trigger', ['concurrent_engine_sync']],
+    [{ kvTransferConfig: { kv_connector: 'NixlConnector' } }, 'handoff', ['prefill_handoff_decode']],
+    [
+      { kvTransferConfig: { kv_connector: 'MooncakeLayerwiseConnector' } },
+      'trigger',
+      ['concurrent_engine_sync'],
+    ],
+    [{ kvTransferConfig: { kv_connector: 'SomethingElse' } }, 'unknown', []],
+    [{ engine: 'sglang' }, 'bootstrap', ['concurrent_engine_sync']],
+    [{ dispatchCapabilities: ['concurrent_engine_sync', 'junk'] }, 'trigger', ['concurrent_engine_sync']],
+    [
+      { engine: 'sglang', dispatchCapabilities: ['concurrent_engine_sync'] },
+      'bootstrap',
+      ['concurrent_engine_sync'],
+    ],
+    [{}, 'unknown', []],
+  ])('instance %j → profile %s, capabilities %j', (extra, profile, caps) => {
+    const c = validateCoordinatorConfig({ instances: [{ url: 'http://a:1', role: 'prefill', ...extra }] });
+    expect(c.instances[0]).toMatchObject({ id: 'prefill-0', index: 0, profile, dispatchCapabilities: caps });
+  });
+
+  it('layers env and flags over the file', () => {
+    const file = { server: { port: 1, host: 'h' }, retry: { maxAttempts: 2 } };
+    const env = configFromEnv({ MOTOR_PORT: '2', MOTOR_API_KEYS: 'a, b' });
+    const flags = configFromFlags({
+      port: '3',
+      set: ['retry.maxAttempts=5', 'instances[0].url=http://x:1', 'instances[0].role=union'],
+    });
+    const c = validateCoordinatorConfig(mergeDeep(mergeDeep(file, env), flags));
+    expect(c.server).toMatchObject({ port: 3, host: 'h', apiKeys: ['a', 'b'] });
+    expect(c.retry.maxAttempts).toBe(5);
+    expect(c.instances[0]!.url).toBe('http://x:1');
+  });
+});

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { SseRelay } from './sse-relay.js';
+
+const chunk = (s: string): Buffer => Buffer.from(s);
+const frame = (obj: unknown): string => `data: ${JSON.stringify(obj)}\n\n`;
+const tok = (t: string) => frame({ id: 'x', choices: [{ index: 0, delta: { content: t } }] });
+
+function run(chunks: string[], rw = { cachedTokens: null as number | null, stripTokenIds: true }) {
+  const relay = new SseRelay(rw);
+  const out: Buffer[] = [];
+  const inputs = chunks.map(chunk);
+  const passedThrough: boolean[] = [];
+  for (const c of inputs) {
+    const o = relay.push(c);
+    passedThrough.push(o === c);
+    if (o) out.push(o);
+  }
+  return { text: Buffer.concat(out).toString(), relay, passedThrough };
+}
+
+describe('SseRelay', () => {
+  it.each<
+    [string, string[], string, Partial<{ sawDone: boolean; upstreamError: string | null; pending: number }>]
+  >([
+    ['whole frames pass through untouched', [tok('a'), tok('b')], tok('a') + tok('b'), { sawDone: false }],
+    ['[DONE] is swallowed and noted', [tok('a') + 'data: [DONE]\n\n'], tok('a'), { sawDone: true }],
+    [
+      'frames split across chunks are reassembled',
+      [tok('a').slice(0, 7), tok('a').slice(7) + tok('b').slice(0, 3), tok('b').slice(3)],
+      tok('a') + tok('b'),
+      {},
+    ],
+    [
+      'internal fields are stripped',
+      [frame({ id: 'x', kv_transfer_params: { a: 1 }, _motor_x: 1, choices: [] })],
+      frame({ id: 'x', choices: [] }),
+      {},
+    ],
+    [
+      'token ids are stripped',
+      [frame({ id: 'x', prompt_token_ids: [1], choices: [{ index: 0, token_ids: [2], text: 'a' }] })],
+      frame({ id: 'x', choices: [{ index: 0, text: 'a' }] }),
+      {},
+    ],
+    [
+      'an engine error frame is forwarded and noted',
+      [frame({ error: { message: 'boom' } })],
+      frame({ error: { message: 'boom' } }),
+      { upstreamError: 'boom' },
+    ],
+    ['an incomplete tail is held back', [tok('a') + 'data: {"id"'], tok('a'), { pending: 11 }],
+  ])('%s', (_name, chunks, expected, flags) => {
+    const { text, relay } = run(chunks);
+    expect(text).toBe(expected);
+    if (flags.sawDone !== undefined) expect(relay.sawDone).toBe(flags.sawDone);
+    if (flags.upstreamError !== undefined) expect(relay.upstreamError).toBe(flags.upstreamError);
+    if (flags.pending !== undefined) expect(relay.pendingBytes).toBe(flags.pending);
+  });
+
+  it('merges cached tokens into the usage chunk only', () => {
+    const usage = frame({
+      id: 'x',
+      choices: [],
+      usage: { prompt_tokens: 10, prompt_tokens_details: { cached_tokens: 0 } },
+    });
+    const { text, passedThrough } = run([tok('a'), usage], { cachedTokens: 8, stripTokenIds: true });
+    expect(passedThrough).toEqual([true, false]);
+    expect(text).toBe(
+      tok('a') +
+        frame({
+          id: 'x',
+          choices: [],
+          usage: { prompt_tokens: 10, prompt_tokens_details: { cached_tokens: 8 } },
+        }),
+    );
+  });
+
+  it('keeps token ids when the client asked for them', () => {
+    const f = frame({ id: 'x', choices: [{ index: 0, token_ids: [2] }] });
+    expect(run([f], { cachedTokens: null, stripTokenIds: false }).passedThrough).toEqual([true]);
+  });
+});
