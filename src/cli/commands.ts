@@ -3,11 +3,13 @@ import { registerClassify } from './classify.js';
 import { registerCoordinator } from './coordinator.js';
 import { registerEngineProxy } from './engine-proxy.js';
 import { registerSim } from './sim.js';
+import { registerUp } from './up.js';
 
 /** Every CLI command registers itself on the root program; this list is the only wiring point. */
 export type RegisterCommand = (program: Command) => void;
 
 export const commands: RegisterCommand[] = [
+  registerUp,
   registerClassify,
   registerSim,
   registerCoordinator,

@@ -1,0 +1,129 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { spawnMotor, type MotorChild } from './motor-child.js';
+
+export type ClusterProfile = 'handoff' | 'trigger' | 'bootstrap';
+
+export interface LocalClusterOptions {
+  prefill: number;
+  decode: number;
+  union: number;
+  profile: ClusterProfile;
+  /** Coordinator listen address. */
+  host: string;
+  port: number;
+  model: string;
+  /** Simulator `--time-scale` (1 = a 7B model on one GPU, 0 = no delays). */
+  timeScale: number;
+  /** Talk engine-native to the simulators instead of through `motor engine-proxy`. */
+  direct: boolean;
+  /** Extra `motor sim` flags for every simulator. */
+  simArgs: string[];
+  /** Called with each started process (for progress output). */
+  onStarted?: (what: string, url: string) => void;
+}
+
+export interface ClusterInstance {
+  role: 'prefill' | 'decode' | 'union';
+  simUrl: string;
+  /** The URL the coordinator talks to: the proxy, or the simulator in direct mode. */
+  url: string;
+}
+
+export interface LocalCluster {
+  baseUrl: string;
+  instances: ClusterInstance[];
+  stop(): Promise<void>;
+}
+
+const CONNECTOR: Record<ClusterProfile, string | undefined> = {
+  handoff: 'NixlConnector',
+  trigger: 'MooncakeLayerwiseConnector',
+  bootstrap: undefined,
+};
+
+/**
+ * Starts a local P/D cluster as separate processes — simulators, one engine proxy per simulator
+ * (unless direct), and a coordinator — and stops everything already started if any step fails.
+ */
+export async function startLocalCluster(opts: LocalClusterOptions): Promise<LocalCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'motor-up-'));
+  const children: MotorChild[] = [];
+  const stop = async (): Promise<void> => {
+    // Coordinator first so no new work reaches engines that are going away.
+    await Promise.all([...children].reverse().map((c) => c.stop()));
+    await rm(dir, { recursive: true, force: true });
+  };
+  const started = async (what: string, args: string[]): Promise<MotorChild> => {
+    const child = await spawnMotor(args);
+    children.push(child);
+    opts.onStarted?.(what, child.url);
+    return child;
+  };
+  try {
+    const engine = opts.profile === 'bootstrap' ? 'sglang' : 'vllm';
+    const connector = CONNECTOR[opts.profile];
+    const engineConfigFile = join(dir, 'engine-config.json');
+    await writeFile(
+      engineConfigFile,
+      JSON.stringify(
+        connector ? { kv_transfer_config: { kv_connector: connector } } : { engine_type: engine },
+      ),
+    );
+    const roles = [
+      ...Array<'prefill'>(opts.prefill).fill('prefill'),
+      ...Array<'decode'>(opts.decode).fill('decode'),
+      ...Array<'union'>(opts.union).fill('union'),
+    ];
+    const instances = await Promise.all(
+      roles.map(async (role, i): Promise<ClusterInstance> => {
+        const simArgs = ['sim', '--role', role, '--engine', engine, '--model', opts.model];
+        simArgs.push(
+          '--time-scale',
+          String(opts.timeScale),
+          ...(connector ? ['--kv-connector', connector] : []),
+        );
+        const sim = await started(`sim ${role}-${i}`, [...simArgs, ...opts.simArgs]);
+        if (opts.direct) return { role, simUrl: sim.url, url: sim.url };
+        const proxy = await started(`engine-proxy ${role}-${i}`, [
+          'engine-proxy',
+          '--engine-url',
+          sim.url,
+          '--role',
+          role,
+          '--engine',
+          engine,
+          '--engine-config',
+          engineConfigFile,
+          '--peer-allow',
+          'http://127.0.0.1:*',
+        ]);
+        return { role, simUrl: sim.url, url: proxy.url };
+      }),
+    );
+    const configFile = join(dir, 'motor.yaml');
+    await writeFile(
+      configFile,
+      stringify({
+        server: { host: opts.host, port: opts.port },
+        instances: instances.map((inst, i) => ({
+          id: `${inst.role}-${i}`,
+          url: inst.url,
+          role: inst.role,
+          mode: opts.direct ? 'direct' : 'proxy',
+          engine,
+          dispatchProfile: opts.profile,
+          models: [opts.model],
+        })),
+        dispatch: { fallbackToSingle: true },
+      }),
+    );
+    const coordinator = await started('coordinator', ['coordinator', '--config', configFile]);
+    return { baseUrl: coordinator.url, instances, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
