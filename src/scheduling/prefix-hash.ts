@@ -16,36 +16,51 @@ function fmix(h: number): number {
  * all units of blocks 0..i, so equal hashes at block i mean equal prefixes (up to collisions), as in
  * vLLM's prefix caching. Two 32-bit FNV-style lanes give a 53-bit integer key (a safe Map key with no
  * string allocation). A trailing partial block is not hashed (engines cache full blocks only).
+ * The loop is written twice (ids / text) to keep the per-unit cost free of calls.
  */
-function chainedBlockHashes(count: number, unitAt: (i: number) => number, blockUnits: number): number[] {
-  const full = Math.floor(count / blockUnits);
-  const out = new Array<number>(full);
-  let h1 = 0x811c9dc5 | 0;
-  let h2 = 0x1b873593 | 0;
-  for (let b = 0; b < full; b++) {
-    const end = (b + 1) * blockUnits;
-    for (let i = b * blockUnits; i < end; i++) {
-      const u = unitAt(i);
-      h1 = Math.imul(h1 ^ u, 0x01000193);
-      h2 = Math.imul(h2 ^ (u + 0x9e3779b9), 0x85ebca6b);
-      h2 ^= h2 >>> 13;
-    }
-    out[b] = fmix(h1) * 0x200000 + (fmix(h2 ^ b) & 0x1fffff);
-  }
-  return out;
+function blockKey(h1: number, h2: number, b: number): number {
+  return fmix(h1) * 0x200000 + (fmix(h2 ^ b) & 0x1fffff);
 }
 
 /** Chained block hashes of token ids, `blockSize` tokens per block. */
 export function tokenBlockHashes(tokenIds: ArrayLike<number>, blockSize = DEFAULT_BLOCK_SIZE): number[] {
-  return chainedBlockHashes(tokenIds.length, (i) => tokenIds[i]! | 0, blockSize);
+  const full = Math.floor(tokenIds.length / blockSize);
+  const out = new Array<number>(full);
+  let h1 = 0x811c9dc5 | 0;
+  let h2 = 0x1b873593 | 0;
+  for (let b = 0, i = 0; b < full; b++) {
+    for (const end = i + blockSize; i < end; i++) {
+      const u = tokenIds[i]! | 0;
+      h1 = Math.imul(h1 ^ u, 0x01000193);
+      h2 = Math.imul(h2 ^ (u + 0x9e3779b9), 0x85ebca6b);
+      h2 ^= h2 >>> 13;
+    }
+    out[b] = blockKey(h1, h2, b);
+  }
+  return out;
 }
 
 /**
  * Chained block hashes of rendered text, `blockSize × CHARS_PER_TOKEN` characters per block: the same
- * prefix property as token blocks without tokenizing on the request path (~100× cheaper).
+ * prefix property as token blocks without tokenizing on the request path (gpt-tokenizer costs ~8 ms
+ * for a 17k-token prompt here; this costs ~10 µs per 8k characters).
  */
 export function textBlockHashes(text: string, blockSize = DEFAULT_BLOCK_SIZE): number[] {
-  return chainedBlockHashes(text.length, (i) => text.charCodeAt(i), blockSize * CHARS_PER_TOKEN);
+  const units = blockSize * CHARS_PER_TOKEN;
+  const full = Math.floor(text.length / units);
+  const out = new Array<number>(full);
+  let h1 = 0x811c9dc5 | 0;
+  let h2 = 0x1b873593 | 0;
+  for (let b = 0, i = 0; b < full; b++) {
+    for (const end = i + units; i < end; i++) {
+      const u = text.charCodeAt(i);
+      h1 = Math.imul(h1 ^ u, 0x01000193);
+      h2 = Math.imul(h2 ^ (u + 0x9e3779b9), 0x85ebca6b);
+      h2 ^= h2 >>> 13;
+    }
+    out[b] = blockKey(h1, h2, b);
+  }
+  return out;
 }
 
 /** Tokens represented by `blocks` blocks (text blocks count as `blockSize` tokens each). */

@@ -95,8 +95,8 @@ describe('PrefixIndex', () => {
     expect(idx.match(chain(1, 4))).toEqual(new Map([['b', 4]]));
     idx.forget('b');
     expect(idx.match(chain(1, 4)).size).toBe(0);
-    expect(idx.distinctBlocks).toBe(4);
+    expect(idx.distinctHeads).toBe(1);
     idx.forget('a');
-    expect(idx.distinctBlocks).toBe(0);
+    expect(idx.distinctHeads).toBe(0);
   });
 });

@@ -3,19 +3,59 @@ export interface PrefixIndexOptions {
   readonly capacityBlocks?: number;
 }
 
+/** LRU node; `prev` is more recent, `next` is older. */
+interface Node {
+  readonly hash: number;
+  /** Block 0 of some prompt (indexed in the reverse map). */
+  head: boolean;
+  prev: Node | undefined;
+  next: Node | undefined;
+}
+
+/** One instance's blocks: a hash map over an intrusive doubly linked LRU list (touch is O(1), no Map churn). */
+class InstanceBlocks {
+  readonly nodes = new Map<number, Node>();
+  newest: Node | undefined;
+  oldest: Node | undefined;
+
+  touch(node: Node): void {
+    if (node === this.newest) return;
+    this.unlink(node);
+    this.pushNewest(node);
+  }
+
+  pushNewest(node: Node): void {
+    node.prev = undefined;
+    node.next = this.newest;
+    if (this.newest) this.newest.prev = node;
+    this.newest = node;
+    if (!this.oldest) this.oldest = node;
+  }
+
+  unlink(node: Node): void {
+    if (node.prev) node.prev.next = node.next;
+    else this.newest = node.next;
+    if (node.next) node.next.prev = node.prev;
+    else this.oldest = node.prev;
+    node.prev = node.next = undefined;
+  }
+}
+
 /**
  * Approximate map of which instance holds which prefix blocks, learnt from routed history. Each instance
- * has an LRU of block hashes with a fixed capacity; a reverse map from block hash to holders makes a
- * lookup cost O(matched blocks), independent of instances that hold nothing.
+ * has an LRU of block hashes with a fixed capacity, like the engine's KV cache.
  *
  * Like vLLM's free-block queue, the tail of a prompt is evicted before its head: a prompt's blocks are
- * touched last-to-first, so its first blocks are the most recently used.
+ * touched last-to-first, so block j is never older than block k > j of the same prompt. What an
+ * instance holds of a chain is therefore always a prefix, so the matched length is found by binary
+ * search, and only block-0 hashes need a reverse index (hash → holders). A lookup costs
+ * O(holders of block 0 × log blocks); recording costs O(blocks).
  */
 export class PrefixIndex {
   readonly capacityBlocks: number;
-  private readonly lrus = new Map<string, Map<number, true>>();
-  /** block hash → the one holder (common case), or a set of holders. */
-  private readonly holders = new Map<number, string | Set<string>>();
+  private readonly instances = new Map<string, InstanceBlocks>();
+  /** Block-0 hash → the one holder (common case) or a set of holders. */
+  private readonly heads = new Map<number, string | Set<string>>();
 
   constructor(options: PrefixIndexOptions = {}) {
     this.capacityBlocks = Math.max(1, Math.floor(options.capacityBlocks ?? 32_768));
@@ -23,83 +63,96 @@ export class PrefixIndex {
 
   /** Blocks remembered for an instance. */
   size(instanceId: string): number {
-    return this.lrus.get(instanceId)?.size ?? 0;
+    return this.instances.get(instanceId)?.nodes.size ?? 0;
   }
 
-  /** Number of distinct block hashes remembered across instances. */
-  get distinctBlocks(): number {
-    return this.holders.size;
+  /** Number of distinct first blocks (prompt heads) remembered across instances. */
+  get distinctHeads(): number {
+    return this.heads.size;
   }
 
   /** Leading blocks of `hashes` each instance holds; instances with no match are absent. */
   match(hashes: readonly number[]): Map<string, number> {
     const result = new Map<string, number>();
     if (hashes.length === 0) return result;
-    const first = this.holders.get(hashes[0]!);
-    if (first === undefined) return result;
-    let alive: string[] = typeof first === 'string' ? [first] : [...first];
-    for (let k = 1; k < hashes.length && alive.length > 0; k++) {
-      const holders = this.holders.get(hashes[k]!);
-      const next: string[] = [];
-      for (const id of alive) {
-        if (holders !== undefined && (typeof holders === 'string' ? holders === id : holders.has(id)))
-          next.push(id);
-        else result.set(id, k);
-      }
-      alive = next;
-    }
-    for (const id of alive) result.set(id, hashes.length);
+    const holders = this.heads.get(hashes[0]!);
+    if (holders === undefined) return result;
+    if (typeof holders === 'string') result.set(holders, this.matchedBlocks(holders, hashes));
+    else for (const id of holders) result.set(id, this.matchedBlocks(id, hashes));
     return result;
   }
 
   /** The instance now holds (or refreshed) these blocks; evicts its least recently used beyond capacity. */
   record(instanceId: string, hashes: readonly number[]): void {
-    let lru = this.lrus.get(instanceId);
-    if (!lru) {
-      lru = new Map();
-      this.lrus.set(instanceId, lru);
+    if (hashes.length === 0) return;
+    let blocks = this.instances.get(instanceId);
+    if (!blocks) {
+      blocks = new InstanceBlocks();
+      this.instances.set(instanceId, blocks);
     }
     // A prompt longer than the capacity keeps only its head (the tail would be evicted first anyway).
     for (let k = Math.min(hashes.length, this.capacityBlocks) - 1; k >= 0; k--) {
-      const h = hashes[k]!;
-      if (lru.delete(h)) {
-        lru.set(h, true);
-        continue;
+      const hash = hashes[k]!;
+      let node = blocks.nodes.get(hash);
+      if (node) blocks.touch(node);
+      else {
+        node = { hash, head: false, prev: undefined, next: undefined };
+        blocks.nodes.set(hash, node);
+        blocks.pushNewest(node);
       }
-      lru.set(h, true);
-      this.addHolder(h, instanceId);
+      if (k === 0 && !node.head) {
+        node.head = true;
+        this.addHead(hash, instanceId);
+      }
     }
-    while (lru.size > this.capacityBlocks) {
-      const oldest = lru.keys().next().value as number;
-      lru.delete(oldest);
-      this.removeHolder(oldest, instanceId);
+    while (blocks.nodes.size > this.capacityBlocks) {
+      const oldest = blocks.oldest!;
+      blocks.unlink(oldest);
+      blocks.nodes.delete(oldest.hash);
+      if (oldest.head) this.removeHead(oldest.hash, instanceId);
     }
   }
 
   /** Drops everything remembered for an instance (deregistered, or its cache was reset). */
   forget(instanceId: string): void {
-    const lru = this.lrus.get(instanceId);
-    if (!lru) return;
-    for (const h of lru.keys()) this.removeHolder(h, instanceId);
-    this.lrus.delete(instanceId);
+    const blocks = this.instances.get(instanceId);
+    if (!blocks) return;
+    for (const node of blocks.nodes.values()) if (node.head) this.removeHead(node.hash, instanceId);
+    this.instances.delete(instanceId);
   }
 
-  private addHolder(hash: number, instanceId: string): void {
-    const current = this.holders.get(hash);
-    if (current === undefined) this.holders.set(hash, instanceId);
+  /** Largest m such that the instance holds hashes[0..m) (holdings are prefix-closed, see class doc). */
+  private matchedBlocks(instanceId: string, hashes: readonly number[]): number {
+    const nodes = this.instances.get(instanceId)?.nodes;
+    if (!nodes) return 0;
+    let lo = 0; // holds hashes[0..lo)
+    let hi = hashes.length; // does not hold beyond hi
+    if (nodes.has(hashes[hi - 1]!)) return hi;
+    hi -= 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1; // candidate length
+      if (nodes.has(hashes[mid - 1]!)) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  private addHead(hash: number, instanceId: string): void {
+    const current = this.heads.get(hash);
+    if (current === undefined) this.heads.set(hash, instanceId);
     else if (typeof current === 'string') {
-      if (current !== instanceId) this.holders.set(hash, new Set([current, instanceId]));
+      if (current !== instanceId) this.heads.set(hash, new Set([current, instanceId]));
     } else current.add(instanceId);
   }
 
-  private removeHolder(hash: number, instanceId: string): void {
-    const current = this.holders.get(hash);
+  private removeHead(hash: number, instanceId: string): void {
+    const current = this.heads.get(hash);
     if (current === undefined) return;
     if (typeof current === 'string') {
-      if (current === instanceId) this.holders.delete(hash);
+      if (current === instanceId) this.heads.delete(hash);
       return;
     }
     current.delete(instanceId);
-    if (current.size === 1) this.holders.set(hash, current.values().next().value as string);
+    if (current.size === 1) this.heads.set(hash, current.values().next().value as string);
   }
 }
