@@ -373,8 +373,8 @@ class EngineProxy {
       return {
         status: 400,
         message:
-          `this engine proxy serves role ${this.opts.role} and accepts ${MOTOR_DISPATCH_KEY}.role ` +
-          `${accepted.join(' or ')}, not '${dispatch.role}'`,
+          `${MOTOR_DISPATCH_KEY}.role: '${dispatch.role}' is not served here (this engine proxy has role ` +
+          `${this.opts.role} and accepts ${accepted.join(' or ')})`,
         param: `${MOTOR_DISPATCH_KEY}.role`,
         code: 'role_mismatch',
       };
@@ -383,8 +383,8 @@ class EngineProxy {
       return {
         status: 400,
         message:
-          `this engine proxy does not support dispatch_mode '${dispatch.dispatch_mode}' ` +
-          `(capabilities: ${this.opts.dispatchCapabilities.join(', ') || 'none'})`,
+          `${MOTOR_DISPATCH_KEY}.dispatch_mode: '${dispatch.dispatch_mode}' is not a capability of this engine ` +
+          `(dispatch_capabilities: ${this.opts.dispatchCapabilities.join(', ') || 'none'})`,
         param: `${MOTOR_DISPATCH_KEY}.dispatch_mode`,
         code: 'missing_capability',
       };
