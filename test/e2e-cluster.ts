@@ -119,3 +119,27 @@ export async function eventually(check: () => Promise<void>, timeoutMs = 3_000):
     }
   }
 }
+
+/** `motor engine-proxy` in front of a sim; `engineConfig` null for a union engine. */
+export async function startEngineProxy(
+  sim: { url: string },
+  role: string,
+  engineConfig: Record<string, unknown> | null,
+): Promise<MotorChild> {
+  const args = ['engine-proxy', '--engine-url', sim.url, '--role', role, '--port', '0'];
+  args.push('--peer-allow', 'http://127.0.0.1:*');
+  let dir: string | null = null;
+  if (engineConfig) {
+    dir = await mkdtemp(join(tmpdir(), 'motor-proxy-'));
+    const file = join(dir, 'engine.json');
+    await writeFile(file, JSON.stringify(engineConfig));
+    args.push('--engine-config', file);
+  }
+  const child = await spawnMotor(args);
+  const stop = child.stop;
+  child.stop = async (killAfterMs?: number) => {
+    await stop(killAfterMs);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  };
+  return child;
+}

@@ -402,6 +402,8 @@ export class Dispatcher {
     // A prefill failure stops both legs and fails the attempt unless the decode already streams.
     void prefillDone.then((r) => {
       if (r instanceof MotorError) {
+        // Stopped because the decode leg failed first: the decode's own answer carries the error.
+        if (r.stoppedByPeer) return;
         if (!session.sink.committed) attempt.fail(r, 'peer_failed');
         else
           this.deps.log.warn(

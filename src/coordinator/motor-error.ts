@@ -51,6 +51,7 @@ export class MotorError extends Error {
       retryable?: boolean;
       reply?: EngineReply;
       instanceId?: string;
+      stoppedByPeer?: boolean;
     } = {},
   ) {
     super(message);
@@ -62,7 +63,14 @@ export class MotorError extends Error {
     this.param = opts.param ?? null;
     this.reply = opts.reply;
     this.instanceId = opts.instanceId;
+    this.stoppedByPeer = opts.stoppedByPeer ?? false;
   }
+
+  /**
+   * The engine proxy refused or ended the leg because its peer leg failed first (409
+   * `dispatch_stopped`): the peer's own answer carries the real error.
+   */
+  readonly stoppedByPeer: boolean;
 
   readonly param: string | null;
   /** Set for `engine_rejected`: the engine's reply to pass through. */
@@ -75,6 +83,12 @@ export class MotorError extends Error {
 export function errorForEngineStatus(instanceId: string, leg: string, reply: EngineReply): MotorError {
   const { status } = reply;
   const detail = engineMessage(reply);
+  if (status === 409 && engineErrorCode(reply) === 'dispatch_stopped') {
+    return new MotorError('engine_error', `${leg} leg was stopped by its peer: ${detail}`, {
+      instanceId,
+      stoppedByPeer: true,
+    });
+  }
   if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
     return new MotorError('engine_rejected', detail, { status, reply, instanceId });
   }
@@ -86,6 +100,14 @@ export function errorForEngineStatus(instanceId: string, leg: string, reply: Eng
     });
   }
   return new MotorError('engine_error', message, { instanceId });
+}
+
+function engineErrorCode(reply: EngineReply): unknown {
+  try {
+    return (JSON.parse(reply.body.toString('utf8')) as { error?: { code?: unknown } }).error?.code;
+  } catch {
+    return undefined;
+  }
 }
 
 function engineMessage(reply: EngineReply): string {

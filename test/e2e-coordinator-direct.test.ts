@@ -1,0 +1,3 @@
+import { coordinatorSuite } from './e2e-coordinator-suite.js';
+
+coordinatorSuite('direct');
