@@ -286,10 +286,16 @@ setInterval(() => {}, 1000);
       b.pause('d-0'),
       a.update('d-0', { labels: { z: '1' } }),
     ]);
-    const [fromA, fromB] = [a.get('d-0'), b.get('d-0')];
-    expect(fromA).toMatchObject({ models: ['m1'], state: 'paused', labels: { z: '1' } });
-    await new Promise((r) => setTimeout(r, 100));
-    expect(b.get('d-0')).toEqual(a.get('d-0'));
-    expect(fromB?.id).toBe('d-0');
+    // Authoritative state: a replica started now reads it from etcd.
+    const fresh = await replica();
+    expect(fresh.get('d-0')).toMatchObject({ models: ['m1'], state: 'paused', labels: { z: '1' } });
+    // Both writers' views converge on it through their watches (bounded).
+    const converged = (): boolean =>
+      JSON.stringify(a.get('d-0')) === JSON.stringify(fresh.get('d-0')) &&
+      JSON.stringify(b.get('d-0')) === JSON.stringify(fresh.get('d-0'));
+    const deadline = Date.now() + 1000;
+    while (!converged() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(a.get('d-0')).toEqual(fresh.get('d-0'));
+    expect(b.get('d-0')).toEqual(fresh.get('d-0'));
   });
 });
