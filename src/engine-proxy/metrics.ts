@@ -9,6 +9,7 @@ export class ProxyMetrics {
   readonly metaserverCalls: Counter<'outcome'>;
   readonly metaserverWait: Histogram<'outcome'>;
   readonly passThrough: Counter<'route'>;
+  readonly peerRefused: Counter<'use'>;
 
   constructor(gauges: {
     active: () => number;
@@ -46,6 +47,12 @@ export class ProxyMetrics {
       help: 'Time a metaserver call waited for its prepared prefill (0 when it was already there)',
       labelNames: ['outcome'],
       buckets: [0, 0.001, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10],
+      registers,
+    });
+    this.peerRefused = new Counter({
+      name: 'motor_proxy_peer_refused_total',
+      help: 'Peer URLs from an envelope refused because they are not in --peer-allow, by use (stop, bootstrap_info, metaserver)',
+      labelNames: ['use'],
       registers,
     });
     this.passThrough = new Counter({

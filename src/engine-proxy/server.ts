@@ -574,6 +574,23 @@ class EngineProxy {
       }
       bootstrap = found;
     }
+    if (leg === 'trigger_decode') {
+      // The decode engine will call <prefill url>/v1/metaserver: only an allowed peer may be named.
+      const url = dispatch.endpoints.prefill?.url;
+      if (url && this.allow.check(url) === null) {
+        handle.finish('done');
+        count('rejected');
+        this.metrics.peerRefused.inc({ use: 'metaserver' });
+        const param = `${MOTOR_DISPATCH_KEY}.endpoints.prefill.url`;
+        return sendError(
+          res,
+          400,
+          `${param}: ${url} is not an allowed peer (--peer-allow)`,
+          undefined,
+          param,
+        );
+      }
+    }
     const built = this.adapter.buildEngineRequest(leg, {
       body: env.body,
       dispatch,
@@ -775,7 +792,7 @@ class EngineProxy {
     if (!url) return { status: 400, message: `${param}: required for a bootstrap decode`, param };
     const origin = this.allow.check(url);
     if (origin === null) {
-      this.metrics.peerStops.inc({ outcome: 'refused' });
+      this.metrics.peerRefused.inc({ use: 'bootstrap_info' });
       return { status: 400, message: `${param}: ${url} is not an allowed peer (--peer-allow)`, param };
     }
     const now = Date.now();
@@ -851,6 +868,7 @@ class EngineProxy {
     const origin = this.allow.check(peer.url);
     if (origin === null) {
       this.metrics.peerStops.inc({ outcome: 'refused' });
+      this.metrics.peerRefused.inc({ use: 'stop' });
       this.log.warn(
         { peer: peer.url, root_request_id: dispatch.root_request_id },
         'peer stop refused: not in --peer-allow',
