@@ -58,6 +58,17 @@ export class ClientSink {
     this.res.end(payload);
   }
 
+  /** A complete body relayed as bytes. */
+  sendBytes(status: number, body: Buffer, contentType: string): void {
+    this.committed = true;
+    this.res.writeHead(status, {
+      'content-type': contentType,
+      'content-length': body.length,
+      'x-request-id': this.rootRequestId,
+    });
+    this.res.end(body);
+  }
+
   /** Renders a failure: an engine 4xx verbatim, else an OpenAI-style error (or the SSE error ending). */
   fail(err: MotorError): void {
     if (this.res.writableEnded || this.res.destroyed) return;

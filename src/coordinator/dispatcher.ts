@@ -30,7 +30,7 @@ import { errorForEngineStatus, MotorError } from './motor-error.js';
 import type { ClientRequest } from './request-validation.js';
 import { selectRoute, type Route } from './route-selection.js';
 import type { Scheduler } from './scheduler.js';
-import { rewriteResponseObject, SseRelay, type ResponseRewrite } from './sse-relay.js';
+import { needsRewrite, rewriteResponseObject, SseRelay, type ResponseRewrite } from './sse-relay.js';
 import type { TriggerRegistry } from './trigger-registry.js';
 import { readAll, type Upstreams } from './upstream.js';
 
@@ -576,6 +576,12 @@ export class Dispatcher {
     }
     if (waitPrefill) await waitPrefill;
     if (attempt.failure) return attempt.failure;
+    if (!needsRewrite(body, session.rewrite)) {
+      // nothing to merge or strip: relay the engine's bytes as they are (no parse, no stringify)
+      attempt.committed();
+      session.sink.sendBytes(200, body, String(res.headers['content-type'] ?? 'application/json'));
+      return null;
+    }
     let obj: unknown;
     try {
       obj = JSON.parse(body.toString('utf8'));

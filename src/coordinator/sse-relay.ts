@@ -52,6 +52,16 @@ const MARK_MOTOR = Buffer.from('"_motor_');
 const MARK_KV = Buffer.from('"kv_transfer_params"');
 const MARK_TOKEN_IDS = Buffer.from('token_ids"');
 
+/** Whether a response body (or chunk) holds anything `rewriteResponseObject` would change. */
+export function needsRewrite(buf: Buffer, rw: ResponseRewrite): boolean {
+  return (
+    buf.includes(MARK_MOTOR) ||
+    buf.includes(MARK_KV) ||
+    (rw.cachedTokens !== null && buf.includes(MARK_USAGE)) ||
+    (rw.stripTokenIds && buf.includes(MARK_TOKEN_IDS))
+  );
+}
+
 /**
  * Passes an upstream SSE byte stream through with minimal re-parsing. A chunk made of whole frames
  * that carries none of the markers below is forwarded as the same Buffer (no copy, no JSON parse);
@@ -105,14 +115,7 @@ export class SseRelay {
   }
 
   private needsWork(buf: Buffer): boolean {
-    return (
-      buf.includes(DONE) ||
-      buf.includes(ERROR_PREFIX) ||
-      buf.includes(MARK_MOTOR) ||
-      buf.includes(MARK_KV) ||
-      (this.rw.cachedTokens !== null && buf.includes(MARK_USAGE)) ||
-      (this.rw.stripTokenIds && buf.includes(MARK_TOKEN_IDS))
-    );
+    return buf.includes(DONE) || buf.includes(ERROR_PREFIX) || needsRewrite(buf, this.rw);
   }
 
   /** One frame without its separator → bytes to forward, or null to drop it. */
