@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerBench } from './bench.js';
 import { registerClassify } from './classify.js';
 import { registerCoordinator } from './coordinator.js';
 import { registerEngineProxy } from './engine-proxy.js';
@@ -14,4 +15,5 @@ export const commands: RegisterCommand[] = [
   registerSim,
   registerCoordinator,
   registerEngineProxy,
+  registerBench,
 ];
