@@ -7,3 +7,5 @@ export * from './etcd-registry.js';
 export * from './create-registry.js';
 export * from './health-prober.js';
 export * from './wait-for-event.js';
+export * from './management-api.js';
+export * from './heartbeat-client.js';
