@@ -11,6 +11,9 @@ import {
 import { chatBody, http, idleLedger, post, sseEvents } from '../src/simulator/testing.js';
 import { startMotor, type MotorProcess } from './helpers/motor-process.js';
 
+/** Process start-up is slow when the machine is loaded (two cores shared with other suites). */
+const start = (args: string[]) => startMotor(args, { timeoutMs: 60_000 });
+
 /** Conformance 17–21 and 30 at the engine side: two proxies in front of two `motor sim` processes per flow. */
 
 const PROMPT = 'Disaggregated serving moves the KV cache from prefill to decode; this prompt spans blocks.';
@@ -23,9 +26,9 @@ const layerwise = engineConfigFile('layerwise', {
 const sglang = engineConfigFile('sglang', { engine_type: 'sglang' });
 const ANY_LOCAL_PEER = ['--peer-allow', 'http://127.0.0.1:*'];
 
-const sim = (...args: string[]) => startMotor(['sim', '--time-scale', '0', ...args]);
+const sim = (...args: string[]) => start(['sim', '--time-scale', '0', ...args]);
 const proxy = (engine: MotorProcess, role: string, config: string | null, ...args: string[]) =>
-  startMotor([
+  start([
     'engine-proxy',
     '--engine-url',
     engine.url,
@@ -87,7 +90,7 @@ beforeAll(async () => {
   handoff = { simP: hp, simD: hd, proxyP: hpp!, proxyD: hpd! };
   trigger = { simP: tp, simD: td, proxyP: tpp!, proxyD: tpd! };
   boot = { simP: bp, simD: bd, proxyP: bpp!, proxyD: bpd! };
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await Promise.all([...procs.map((p) => p.stop()), peer?.close()]);
 });

@@ -11,6 +11,9 @@ import {
 import { chatBody, http, idleLedger, post, sseEvents } from '../src/simulator/testing.js';
 import { startMotor, type MotorProcess } from './helpers/motor-process.js';
 
+/** Process start-up is slow when the machine is loaded (two cores shared with other suites). */
+const start = (args: string[]) => startMotor(args, { timeoutMs: 60_000 });
+
 /** Conformance 29 (stop state machine, tombstones, bounded memory), peer stops behind --peer-allow, pass-through, health. */
 
 const PROMPT = 'Stops must abort the engine request and leave nothing running.';
@@ -38,15 +41,15 @@ const proxyArgs = (engineUrl: string, role: string, ...rest: string[]) => [
 beforeAll(async () => {
   [allowed, forbidden] = await Promise.all([recordingServer(), recordingServer()]);
   const sims = await Promise.all([
-    startMotor(['sim', '--time-scale', '0']),
-    startMotor(['sim', '--time-scale', '0', '--fault-hang-ms', '-1']),
+    start(['sim', '--time-scale', '0']),
+    start(['sim', '--time-scale', '0', '--fault-hang-ms', '-1']),
   ]);
   procs.push(...sims);
   [simU, simHang] = sims as [MotorProcess, MotorProcess];
   const proxies = await Promise.all([
-    startMotor(proxyArgs(simU.url, 'union')),
-    startMotor(proxyArgs(simHang.url, 'union')),
-    startMotor(
+    start(proxyArgs(simU.url, 'union')),
+    start(proxyArgs(simHang.url, 'union')),
+    start(
       proxyArgs(
         simU.url,
         'prefill',
@@ -60,8 +63,8 @@ beforeAll(async () => {
         '400',
       ),
     ),
-    startMotor(proxyArgs('http://127.0.0.1:1', 'union')),
-    startMotor(proxyArgs(simU.url, 'decode', '--engine-config', layerwise, '--peer-allow', allowed.url)),
+    start(proxyArgs('http://127.0.0.1:1', 'union')),
+    start(proxyArgs(simU.url, 'decode', '--engine-config', layerwise, '--peer-allow', allowed.url)),
   ]);
   procs.push(...proxies);
   [proxyU, proxyHang, proxyStrict, proxyDead, proxyTriggerD] = proxies as [
@@ -71,7 +74,7 @@ beforeAll(async () => {
     MotorProcess,
     MotorProcess,
   ];
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await Promise.all([...procs.map((p) => p.stop()), allowed?.close(), forbidden?.close()]);
@@ -323,7 +326,7 @@ describe('pass-through, single, health, start-up', () => {
     ];
     await Promise.all(
       cases.map(([args, message]) =>
-        expect(startMotor(['engine-proxy', '--engine-url', simU.url, ...args])).rejects.toThrow(message),
+        expect(start(['engine-proxy', '--engine-url', simU.url, ...args])).rejects.toThrow(message),
       ),
     );
   });
