@@ -275,6 +275,21 @@ setInterval(() => {}, 1000);
     expect(completed.sort()).toEqual([0, 1, 2, 3]);
   });
 
+  it('when etcd goes away, reads keep serving the last view and writes fail as unavailable', async () => {
+    const own = await startEtcd();
+    cleanups.push(() => own.stop());
+    const r = await EtcdRegistry.create({ endpoints: own.endpoint, prefix, dialTimeoutMs: 1000 });
+    opened.push(r);
+    await r.register(decode('d-0'));
+    await own.stop();
+    expect(r.list().map((x) => x.id)).toEqual(['d-0']);
+    const t0 = performance.now();
+    const err = await r.update('d-0', { models: ['m'] }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'RegistryError', code: 'unavailable' });
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    expect(r.get('d-0')?.models).toEqual([]);
+  });
+
   it('concurrent writes from two replicas compose (compare-and-swap, no lost update)', async () => {
     const a = await replica();
     const b = await replica();

@@ -201,7 +201,36 @@ export class EtcdRegistry extends RegistryBase {
     });
   }
 
-  async register(registration: InstanceRegistration, options: RegisterOptions = {}): Promise<InstanceRecord> {
+  register(registration: InstanceRegistration, options: RegisterOptions = {}): Promise<InstanceRecord> {
+    return this.guard(() => this.registerInner(registration, options));
+  }
+
+  update(id: string, patch: InstancePatch): Promise<InstanceRecord> {
+    return this.guard(() => this.updateInner(id, patch));
+  }
+
+  remove(id: string): Promise<boolean> {
+    return this.guard(() => this.removeInner(id));
+  }
+
+  heartbeat(id: string): Promise<boolean> {
+    return this.guard(() => this.heartbeatInner(id));
+  }
+
+  /** etcd/gRPC failures surface as `RegistryError('unavailable')` (HTTP 503 in the management API). */
+  private async guard<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof RegistryError) throw err;
+      throw new RegistryError('unavailable', `etcd request failed: ${(err as Error).message}`);
+    }
+  }
+
+  private async registerInner(
+    registration: InstanceRegistration,
+    options: RegisterOptions = {},
+  ): Promise<InstanceRecord> {
     this.assertOpen();
     const parsed = parseRegistration(registration);
     const lease: InstanceLease | null = options.lease
@@ -276,7 +305,7 @@ export class EtcdRegistry extends RegistryBase {
     }
   }
 
-  async update(id: string, patch: InstancePatch): Promise<InstanceRecord> {
+  private async updateInner(id: string, patch: InstancePatch): Promise<InstanceRecord> {
     this.assertOpen();
     const key = this.keyOf(id);
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
@@ -295,7 +324,7 @@ export class EtcdRegistry extends RegistryBase {
     throw new RegistryError('conflict', `instance ${JSON.stringify(id)} is being changed concurrently`);
   }
 
-  async remove(id: string): Promise<boolean> {
+  private async removeInner(id: string): Promise<boolean> {
     this.assertOpen();
     const res = await this.client.delete().key(this.keyOf(id)).exec();
     await this.waitForRevision(Number(res.header.revision));
@@ -307,7 +336,7 @@ export class EtcdRegistry extends RegistryBase {
     return Number(res.deleted) > 0;
   }
 
-  async heartbeat(id: string): Promise<boolean> {
+  private async heartbeatInner(id: string): Promise<boolean> {
     this.assertOpen();
     const leaseId = this.leaseIds.get(id);
     if (leaseId === undefined) return false;
