@@ -55,6 +55,7 @@ export class SseParser {
 
   private pending: Buffer | null = null;
   private frameEnd = FRAME_END_LF;
+  private framingKnown = false;
   /**
    * Per key (content, usage, error): the next occurrence in the current buffer at or after the
    * frame being looked at (-1 = not searched yet, MAX = none left). Every key is searched for at
@@ -71,10 +72,14 @@ export class SseParser {
     if (this.pending !== null) {
       buf = Buffer.concat([this.pending, chunk]);
       this.pending = null;
-    } else if (this.contentChunks === 0 && this.frameEnd === FRAME_END_LF) {
-      // Detect CRLF framing once, from the first line ending of the stream.
+    }
+    if (!this.framingKnown) {
+      // Decide LF vs CRLF framing once, from the first line ending of the stream.
       const lf = buf.indexOf(LF);
-      if (lf > 0 && buf[lf - 1] === CR) this.frameEnd = FRAME_END_CRLF;
+      if (lf >= 0) {
+        this.framingKnown = true;
+        if (lf > 0 && buf[lf - 1] === CR) this.frameEnd = FRAME_END_CRLF;
+      }
     }
     const sep = this.frameEnd;
     this.cursors[0] = this.cursors[1] = this.cursors[2] = -1;

@@ -37,12 +37,12 @@ export function escapeXml(s: string): string {
   );
 }
 
-/** A "nice" axis maximum and tick step (1, 2 or 5 × 10^k) covering `max` with about 4 ticks. */
+/** A "nice" axis maximum and tick step (1, 2, 2.5 or 5 × 10^k) covering `max` with about 4 ticks. */
 export function niceScale(max: number): { top: number; step: number } {
   if (!(max > 0) || !Number.isFinite(max)) return { top: 1, step: 0.25 };
   const raw = max / 4;
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw)!;
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw)!;
   return { top: Math.ceil(max / step) * step, step };
 }
 
