@@ -1,11 +1,8 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
-import { createLogger } from '../common/logger.js';
-import { onShutdown } from '../common/shutdown.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions, type ProxyRole } from '../engine-proxy/options.js';
 import { PeerAllowList } from '../engine-proxy/peer-allow-list.js';
-import { startEngineProxy } from '../engine-proxy/server.js';
 import {
   dispatchCapabilitiesForProfile,
   DispatchProfileError,
@@ -166,6 +163,12 @@ export function registerEngineProxy(program: Command): void {
         process.exitCode = 2;
         return;
       }
+      // Loaded here, not at the top, so other commands do not pay for the proxy's modules.
+      const [{ createLogger }, { onShutdown }, { startEngineProxy }] = await Promise.all([
+        import('../common/logger.js'),
+        import('../common/shutdown.js'),
+        import('../engine-proxy/server.js'),
+      ]);
       const logger = createLogger('engine-proxy');
       const server = await startEngineProxy(opts, logger);
       onShutdown(() => server.close());

@@ -1,9 +1,6 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
-import { createLogger } from '../common/logger.js';
-import { onShutdown } from '../common/shutdown.js';
 import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
-import { startSimulator } from '../simulator/server.js';
 import type { FaultConfig } from '../simulator/faults.js';
 
 function num(name: string, min = 0): (v: string) => number {
@@ -202,6 +199,12 @@ export function registerSim(program: Command): void {
         ledgerMax: o.ledgerMax as number,
         faults,
       };
+      // Loaded here, not at the top, so other commands do not pay for the simulator's modules.
+      const [{ createLogger }, { onShutdown }, { startSimulator }] = await Promise.all([
+        import('../common/logger.js'),
+        import('../common/shutdown.js'),
+        import('../simulator/server.js'),
+      ]);
       const logger = createLogger('motor-sim');
       let sim;
       try {
