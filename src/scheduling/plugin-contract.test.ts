@@ -187,19 +187,21 @@ describe.each(defs.map((d) => [d.type, d] as const))('plugin contract: %s', (_ty
       const out = new Float64Array(n);
       const ctx = context(request('x'.repeat(2048)));
       const rounds = Math.max(20, Math.floor(40_000 / n));
-      const start = performance.now();
+      // CPU time, not wall time: other processes on the machine do not inflate it.
+      const start = process.cpuUsage();
       for (let r = 0; r < rounds; r++) {
         if (def.kind === 'filter') (plugin as Filter).filter(ctx, instances);
         else if (def.kind === 'scorer') (plugin as Scorer).score(ctx, instances, out);
         else (plugin as Picker).pick(ctx, instances, out);
       }
-      return (performance.now() - start) / rounds / n; // ms per candidate
+      const used = process.cpuUsage(start);
+      return (used.user + used.system) / rounds / n; // µs per candidate
     };
     time(256); // warm up
-    const best = (n: number) => Math.min(time(n), time(n), time(n)); // least noisy of three
-    const small = Math.max(best(256), 1e-6);
+    const best = (n: number) => Math.min(time(n), time(n), time(n), time(n), time(n)); // least noisy of five
+    const small = Math.max(best(256), 1e-4);
     const large = best(4096);
     // Per-candidate cost must not grow with n (quadratic behaviour would make this ~16×).
-    expect(large / small).toBeLessThan(6);
+    expect(large / small).toBeLessThan(8);
   });
 });

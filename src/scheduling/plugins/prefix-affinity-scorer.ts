@@ -25,7 +25,7 @@ export const prefixAffinityScorer = definePlugin({
     /** Blocks remembered per instance (mirror the engine's KV capacity in blocks). */
     capacityBlocks: z.number().int().positive().default(32_768),
     /** Cost of one uncached prompt token relative to one token of queued prefill work. */
-    uncachedTokenWeight: z.number().nonnegative().default(1),
+    uncachedTokenWeight: z.number().nonnegative().default(4),
     /** Token-equivalent cost of each in-flight request (decode work slows prefill on shared GPUs). */
     requestTokens: z.number().nonnegative().default(32),
     imbalanceAbsolute: z.number().nonnegative().default(16),
