@@ -16,19 +16,25 @@ export interface SimSpec {
 
 export const MODEL = 'motor-sim-7b';
 
+/** Generous: the full suite starts many processes at once on two cores. */
+const SPAWN_TIMEOUT_MS = 60_000;
+
 export async function startSim(spec: SimSpec): Promise<MotorChild> {
-  return spawnMotor([
-    'sim',
-    '--port',
-    '0',
-    '--role',
-    spec.role,
-    '--engine',
-    spec.engine ?? 'vllm',
-    '--time-scale',
-    '0.2',
-    ...(spec.args ?? []),
-  ]);
+  return spawnMotor(
+    [
+      'sim',
+      '--port',
+      '0',
+      '--role',
+      spec.role,
+      '--engine',
+      spec.engine ?? 'vllm',
+      '--time-scale',
+      '0.2',
+      ...(spec.args ?? []),
+    ],
+    { timeoutMs: SPAWN_TIMEOUT_MS },
+  );
 }
 
 export interface CoordinatorHandle {
@@ -45,7 +51,7 @@ export async function startCoordinatorProcess(config: Record<string, unknown>): 
     file,
     stringify({ ...config, server: { port: 0, ...(config.server as Record<string, unknown> | undefined) } }),
   );
-  const child = await spawnMotor(['coordinator', '--config', file]);
+  const child = await spawnMotor(['coordinator', '--config', file], { timeoutMs: SPAWN_TIMEOUT_MS });
   const client = new OpenAI({ baseURL: `${child.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20_000 });
   return {
     child,
@@ -135,7 +141,7 @@ export async function startEngineProxy(
     await writeFile(file, JSON.stringify(engineConfig));
     args.push('--engine-config', file);
   }
-  const child = await spawnMotor(args);
+  const child = await spawnMotor(args, { timeoutMs: SPAWN_TIMEOUT_MS });
   const stop = child.stop;
   child.stop = async (killAfterMs?: number) => {
     await stop(killAfterMs);
