@@ -80,14 +80,16 @@ await writeFile(
     instances: [{ url: sim.url, role: 'union', mode: 'direct', models: ['motor-sim-7b'] }],
   }),
 );
-const coord = await spawnMotor(['coordinator', '--config', file]);
+let coord: Awaited<ReturnType<typeof spawnMotor>> | null = null;
 const direct = new Pool(sim.url, { connections: 1 });
-const via = new Pool(coord.url, { connections: 1 });
+let via: Pool | null = null;
 try {
+  coord = await spawnMotor(['coordinator', '--config', file]);
+  via = new Pool(coord.url, { connections: 1 });
   // warm-up (JIT, connections)
   for (let i = 0; i < 200; i++) {
     await one(direct, i % 2 === 0);
-    await one(via, i % 2 === 0);
+    await one(via!, i % 2 === 0);
   }
   const rows: string[] = [];
   for (const stream of [false, true]) {
@@ -95,7 +97,7 @@ try {
     const c: number[] = [];
     for (let r = 0; r < rounds; r++) {
       d.push(await round(direct, stream));
-      c.push(await round(via, stream));
+      c.push(await round(via!, stream));
     }
     const md = median(d);
     const mc = median(c);
@@ -110,8 +112,8 @@ try {
   );
   for (const row of rows) console.log(row);
 } finally {
-  await Promise.all([direct.close(), via.close()]);
-  await coord.stop();
+  await Promise.all([direct.close(), via?.close()]);
+  await coord?.stop();
   await sim.stop();
   await rm(dir, { recursive: true, force: true });
 }

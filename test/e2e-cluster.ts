@@ -19,22 +19,34 @@ export const MODEL = 'motor-sim-7b';
 /** Generous: the full suite starts many processes at once on two cores. */
 const SPAWN_TIMEOUT_MS = 60_000;
 
+/** Every process this file started, so a failed `beforeAll` leaks nothing (see `stopAllSpawned`). */
+const spawned = new Set<MotorChild>();
+
+async function spawnTracked(args: string[]): Promise<MotorChild> {
+  const child = await spawnMotor(args, { timeoutMs: SPAWN_TIMEOUT_MS });
+  spawned.add(child);
+  return child;
+}
+
+/** Stops whatever is still running (idempotent). */
+export async function stopAllSpawned(): Promise<void> {
+  await Promise.all([...spawned].map((c) => c.stop()));
+  spawned.clear();
+}
+
 export async function startSim(spec: SimSpec): Promise<MotorChild> {
-  return spawnMotor(
-    [
-      'sim',
-      '--port',
-      '0',
-      '--role',
-      spec.role,
-      '--engine',
-      spec.engine ?? 'vllm',
-      '--time-scale',
-      '0.2',
-      ...(spec.args ?? []),
-    ],
-    { timeoutMs: SPAWN_TIMEOUT_MS },
-  );
+  return spawnTracked([
+    'sim',
+    '--port',
+    '0',
+    '--role',
+    spec.role,
+    '--engine',
+    spec.engine ?? 'vllm',
+    '--time-scale',
+    '0.2',
+    ...(spec.args ?? []),
+  ]);
 }
 
 export interface CoordinatorHandle {
@@ -51,7 +63,7 @@ export async function startCoordinatorProcess(config: Record<string, unknown>): 
     file,
     stringify({ ...config, server: { port: 0, ...(config.server as Record<string, unknown> | undefined) } }),
   );
-  const child = await spawnMotor(['coordinator', '--config', file], { timeoutMs: SPAWN_TIMEOUT_MS });
+  const child = await spawnTracked(['coordinator', '--config', file]);
   const client = new OpenAI({ baseURL: `${child.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20_000 });
   return {
     child,
@@ -141,7 +153,7 @@ export async function startEngineProxy(
     await writeFile(file, JSON.stringify(engineConfig));
     args.push('--engine-config', file);
   }
-  const child = await spawnMotor(args, { timeoutMs: SPAWN_TIMEOUT_MS });
+  const child = await spawnTracked(args);
   const stop = child.stop;
   child.stop = async (killAfterMs?: number) => {
     await stop(killAfterMs);

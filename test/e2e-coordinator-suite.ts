@@ -13,6 +13,7 @@ import {
   startCoordinatorProcess,
   startEngineProxy,
   startSim,
+  stopAllSpawned,
   eventually,
   type CoordinatorHandle,
 } from './e2e-cluster.js';
@@ -34,7 +35,6 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
   const proxies: Partial<Record<string, MotorChild>> = {};
   const coords: Partial<Record<Flow | 'gate', CoordinatorHandle>> = {};
   const allSims = (): MotorChild[] => Object.values(sims);
-  const allProxies = (): MotorChild[] => Object.values(proxies) as MotorChild[];
 
   const common = {
     retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20 },
@@ -146,11 +146,8 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all([
-      ...Object.values(coords).map((c) => c?.stop()),
-      ...allProxies().map((p) => p.stop()),
-      ...allSims().map((s) => s.stop()),
-    ]);
+    await Promise.all(Object.values(coords).map((c) => c?.stop())); // also removes their temp configs
+    await stopAllSpawned(); // sims, proxies, and anything a failed beforeAll left behind
   });
 
   beforeEach(async () => {
