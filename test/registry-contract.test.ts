@@ -2,7 +2,7 @@
  * One contract for every registry store: the same cases run against the in-memory store and against
  * the etcd store talking to a real etcd started for this file.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   EtcdRegistry,
   MemoryRegistry,
@@ -12,31 +12,27 @@ import {
   type Registry,
   type RegistryEvent,
 } from '../src/registry/index.js';
-import { SKIP_ETCD, startEtcd, type EtcdServer } from './helpers/etcd.js';
+import { SKIP_ETCD, useEtcd } from './helpers/etcd.js';
 
 interface StoreFixture {
   name: string;
-  setup(): Promise<void>;
-  teardown(): Promise<void>;
+  /** Registers the store's lifecycle hooks inside the suite. */
+  setup(): void;
   create(): Promise<Registry>;
 }
 
 const memoryStore: StoreFixture = {
   name: 'memory',
-  setup: async () => undefined,
-  teardown: async () => undefined,
+  setup: () => undefined,
   create: async () => new MemoryRegistry(),
 };
 
-let etcd: EtcdServer | undefined;
+let etcd: { readonly endpoint: string } | undefined;
 let prefixSeq = 0;
 const etcdStore: StoreFixture = {
   name: 'etcd',
-  setup: async () => {
-    etcd = await startEtcd();
-  },
-  teardown: async () => {
-    await etcd?.stop();
+  setup: () => {
+    etcd = useEtcd({ beforeAll, beforeEach, afterAll });
   },
   // A fresh key prefix per test keeps the tests independent on one server.
   create: () => EtcdRegistry.create({ endpoints: etcd!.endpoint, prefix: `/contract-${++prefixSeq}/` }),
@@ -83,8 +79,7 @@ for (const store of [memoryStore, etcdStore]) {
       return r;
     };
 
-    beforeAll(() => store.setup());
-    afterAll(() => store.teardown());
+    store.setup();
     afterEach(async () => {
       await Promise.all(opened.splice(0).map((r) => r.close()));
     });

@@ -18,14 +18,14 @@ import {
   type InstanceRegistration,
   type Registry,
 } from '../src/registry/index.js';
-import { SKIP_ETCD, startEtcd, type EtcdServer } from './helpers/etcd.js';
+import { SKIP_ETCD, startEtcd, useEtcd } from './helpers/etcd.js';
 
 const REGISTRY_INDEX = fileURLToPath(new URL('../src/registry/index.ts', import.meta.url));
 
 const suite = SKIP_ETCD ? describe.skip : describe;
 
 suite('EtcdRegistry with several replicas on one etcd', () => {
-  let etcd: EtcdServer;
+  const etcd = useEtcd({ beforeAll, beforeEach, afterAll });
   let prefixSeq = 0;
   let prefix = '';
   const opened: Registry[] = [];
@@ -37,12 +37,6 @@ suite('EtcdRegistry with several replicas on one etcd', () => {
     return r;
   };
 
-  beforeAll(async () => {
-    etcd = await startEtcd();
-  });
-  afterAll(async () => {
-    await etcd?.stop();
-  });
   beforeEach(() => {
     prefix = `/replicas-${++prefixSeq}/`;
   });

@@ -118,3 +118,36 @@ async function startOnce(readyTimeoutMs: number): Promise<EtcdServer> {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * Per-file etcd for a test suite: starts it in `beforeAll` and fails *every test* (in `beforeEach`)
+ * when it could not start — a failed `beforeAll` alone would make vitest report the tests as
+ * skipped, which must not happen silently. Call inside a `describe`.
+ */
+export function useEtcd(hooks: {
+  beforeAll: (fn: () => Promise<void>) => void;
+  beforeEach: (fn: () => void) => void;
+  afterAll: (fn: () => Promise<void>) => void;
+}): { readonly endpoint: string } {
+  let server: EtcdServer | undefined;
+  let startError: Error | undefined;
+  hooks.beforeAll(async () => {
+    try {
+      server = await startEtcd();
+    } catch (err) {
+      startError = err as Error;
+    }
+  });
+  hooks.beforeEach(() => {
+    if (startError) throw startError;
+  });
+  hooks.afterAll(async () => {
+    await server?.stop();
+  });
+  return {
+    get endpoint(): string {
+      if (!server) throw startError ?? new Error('etcd is not running');
+      return server.endpoint;
+    },
+  };
+}
