@@ -132,7 +132,8 @@ class Attempt {
     };
     const { firstTokenMs, idleMs } = d.deps.config.timeouts;
     this.idleMs = idleMs;
-    if (firstTokenMs > 0) {
+    // Non-stream responses arrive whole: the watchdog then covers the prefill leg only (none for single).
+    if (firstTokenMs > 0 && (session.client.stream || route.kind === 'pd')) {
       this.watchdog = setTimeout(
         () =>
           this.fail(
@@ -176,6 +177,13 @@ class Attempt {
         this.idleMs,
       );
     }
+  }
+
+  /** Non-stream: the prefill leg is done, the rest is bounded by the overall deadline. */
+  prefillDone(): void {
+    if (this.session.client.stream || this.watchdog === null) return;
+    clearTimeout(this.watchdog);
+    this.watchdog = null;
   }
 
   /** A stream chunk arrived: re-arm the idle watchdog (no allocation). */
@@ -330,6 +338,7 @@ export class Dispatcher {
     const prefill = await this.awaitPrefill(attempt, pleg, 'handoff');
     pleg.release();
     if (prefill instanceof MotorError) return prefill;
+    attempt.prefillDone();
     session.rewrite.cachedTokens = cachedTokensOf(prefill.usage);
     const decodeDispatch = dispatchFor(attempt.ids, 'decode', route);
     const dreq = buildLegRequest(route.decode, {
@@ -411,6 +420,7 @@ export class Dispatcher {
             'prefill leg failed after commit',
           );
       } else {
+        attempt.prefillDone();
         session.rewrite.cachedTokens = cachedTokensOf(r.usage);
       }
     });
