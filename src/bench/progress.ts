@@ -37,7 +37,7 @@ export function startProgress(
   const timer = setInterval(
     () => {
       const p = poll();
-      if (tty) stream.write(`\r\x1b[2K${progressBar(p).slice(0, Math.max(20, (stream.columns ?? 120) - 1))}`);
+      if (tty) stream.write(`\r\x1b[2K${progressBar(p).slice(0, Math.max(20, (stream.columns || 120) - 1))}`);
       else stream.write(`[motor bench] ${progressText(p)}\n`);
     },
     tty ? 100 : intervalMs,

@@ -156,6 +156,7 @@ export function registerBench(program: Command): void {
     )
     .option('--conversations <n>', 'shared-prefix: conversations per cycle', positiveInt('--conversations'))
     .option('--turns <n>', 'shared-prefix: turns per conversation', positiveInt('--turns'))
+    .option('--stream', 'streaming requests over SSE (the default)', true)
     .option('--no-stream', 'non-streaming requests (TTFT = end-to-end latency)')
     .option(
       '--seed <n>',
@@ -178,9 +179,14 @@ export function registerBench(program: Command): void {
     .option('--svg <file>', 'write an SVG chart comparing the targets')
     .option('--title <text>', 'SVG chart title')
     .option('--no-progress', 'no progress output on stderr')
-    .action(async (flags: BenchFlags) => {
-      const code = await runBench(flags);
-      process.exitCode = code;
+    .action(async (flags: BenchFlags, cmd: Command) => {
+      try {
+        process.exitCode = await runBench(flags);
+      } catch (err) {
+        // Flag combinations checked after parsing: report like commander's own usage errors.
+        if (err instanceof InvalidArgumentError) cmd.error(`error: ${err.message}`);
+        throw err;
+      }
     });
 }
 
