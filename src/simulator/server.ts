@@ -113,7 +113,10 @@ export async function startSimulator(
         if (!parsed.ok) return sendError(res, 400, parsed.message);
         const patch = FaultPatchSchema.safeParse(parsed.value);
         if (!patch.success) return sendError(res, 400, `invalid faults: ${patch.error.message}`);
-        return sendJson(res, 200, core.faults.set(patch.data));
+        const set = core.faults.set(patch.data);
+        // Refusing connections must reach clients that hold pooled keep-alive sockets too.
+        if (set.refuse_connections !== 0) server.closeIdleConnections();
+        return sendJson(res, 200, set);
       }
       case 'DELETE /debug/faults':
         return sendJson(res, 200, core.faults.reset());
