@@ -33,6 +33,13 @@ interface CliOptions {
   engineTimeoutMs: number;
   engineConnections: number;
   maxBodyBytes: number;
+  register?: string;
+  registerToken?: string;
+  instanceId?: string;
+  advertiseUrl?: string;
+  model: string[];
+  heartbeatMs: number;
+  drainTimeoutMs: number;
 }
 
 function int(name: string, min = 0): (v: string) => number {
@@ -156,10 +163,31 @@ export function registerEngineProxy(program: Command): void {
       int('--max-body-bytes', 1),
       d.maxBodyBytes,
     )
+    .option(
+      '--register <url>',
+      'coordinator management API URL to self-register with (heartbeats; drain and deregister on SIGTERM)',
+    )
+    .option('--register-token <token>', 'management admin token (env MOTOR_ADMIN_TOKEN)')
+    .option('--instance-id <id>', 'id to register under (default <role>-<host:port>)')
+    .option('--advertise-url <url>', 'URL the coordinator reaches this proxy at (default: the bound URL)')
+    .option('--model <name>', 'served model name to register, repeatable (default: any model)', collect, [])
+    .option('--heartbeat-ms <ms>', 'heartbeat period; the lease is 3 × this', int('--heartbeat-ms', 1), 2000)
+    .option(
+      '--drain-timeout-ms <ms>',
+      'on SIGTERM: how long to wait for in-flight requests after draining',
+      int('--drain-timeout-ms'),
+      30_000,
+    )
     .action(async (cli: CliOptions) => {
       const opts = await resolveOptions(cli);
       if (typeof opts === 'string') {
         console.error(`motor engine-proxy: ${opts}`);
+        process.exitCode = 2;
+        return;
+      }
+      const registerError = checkRegisterFlags(cli);
+      if (registerError !== null) {
+        console.error(`motor engine-proxy: ${registerError}`);
         process.exitCode = 2;
         return;
       }
@@ -171,8 +199,54 @@ export function registerEngineProxy(program: Command): void {
       ]);
       const logger = createLogger('engine-proxy');
       const server = await startEngineProxy(opts, logger);
-      onShutdown(() => server.close());
+      if (cli.register === undefined) {
+        onShutdown(() => server.close());
+        return;
+      }
+      const { selfRegister } = await import('../engine-proxy/self-register.js');
+      const registration = selfRegister(
+        {
+          coordinatorUrl: cli.register,
+          adminToken: cli.registerToken ?? process.env.MOTOR_ADMIN_TOKEN,
+          instanceId: cli.instanceId,
+          advertiseUrl: cli.advertiseUrl ?? server.url,
+          models: cli.model,
+          heartbeatMs: cli.heartbeatMs,
+          bootstrapPort: opts.bootstrapPort,
+        },
+        opts,
+        logger,
+      );
+      registration.registered.catch((err: unknown) => {
+        logger.error({ err: (err as Error).message }, 'self-registration refused; exiting');
+        void server.close().finally(() => process.exit(1));
+      });
+      onShutdown(async () => {
+        await registration.close({ drainTimeoutMs: cli.drainTimeoutMs });
+        await server.close();
+      });
     });
+}
+
+function checkRegisterFlags(cli: CliOptions): string | null {
+  const dependent = ['registerToken', 'instanceId', 'advertiseUrl'] as const;
+  if (cli.register === undefined) {
+    const stray = dependent.find((k) => cli[k] !== undefined);
+    return stray ? `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --register` : null;
+  }
+  for (const [flag, value] of [
+    ['--register', cli.register],
+    ['--advertise-url', cli.advertiseUrl],
+  ] as const) {
+    if (value === undefined) continue;
+    try {
+      const u = new URL(value);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') return `${flag} must be http(s): ${value}`;
+    } catch {
+      return `${flag} is not a URL: ${value}`;
+    }
+  }
+  return null;
 }
 
 /** Flags → options, or an error message (unreadable config, no capability for a P/D role, bad URL). */

@@ -5,8 +5,13 @@ import { fileURLToPath } from 'node:url';
 const MOTOR_BIN = fileURLToPath(new URL('../../bin/motor.js', import.meta.url));
 
 export interface MotorChild {
-  /** Base URL from the process's `listening` log line. */
+  /** Base URL from the process's first unnamed `listening` log line. */
   url: string;
+  /**
+   * URLs of `listening` lines by their `name` (e.g. `management`; the main server's is the logger's name),
+   * filled as they are logged; `SpawnMotorOptions.waitFor` makes the spawn wait for them.
+   */
+  urls: Record<string, string>;
   child: ChildProcess;
   /** Every JSON log line seen so far (bounded to the most recent `maxLogLines`). */
   logs: Record<string, unknown>[];
@@ -18,6 +23,8 @@ export interface SpawnMotorOptions {
   timeoutMs?: number;
   env?: NodeJS.ProcessEnv;
   maxLogLines?: number;
+  /** Named `listening` lines (e.g. `["management"]`) to wait for besides the main one. */
+  waitFor?: readonly string[];
   /** Called with each non-JSON or JSON stdout line, e.g. to forward logs. */
   onLine?: (line: string) => void;
 }
@@ -35,6 +42,8 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
     env: opts.env ?? process.env,
   });
   const logs: Record<string, unknown>[] = [];
+  const urls: Record<string, string> = {};
+  let mainUrl: string | undefined;
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     if (stderr.length < 64_000) stderr += d.toString();
@@ -70,9 +79,14 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
       if (logs.length >= maxLogLines) logs.shift();
       logs.push(entry);
       if (entry.msg === 'listening' && typeof entry.url === 'string') {
+        // pino's `name` is the logger's on every line; a named server's line overrides it (`management`)
+        const named = typeof entry.name === 'string' ? entry.name : '';
+        if (named) urls[named] = entry.url;
+        if (!(opts.waitFor ?? []).includes(named)) mainUrl ??= entry.url;
+        if (mainUrl === undefined || !(opts.waitFor ?? []).every((n) => n in urls)) return;
         clearTimeout(timer);
         child.off('exit', onEarlyExit);
-        resolve({ url: entry.url, child, logs, stop });
+        resolve({ url: mainUrl, urls, child, logs, stop });
       }
     });
   });

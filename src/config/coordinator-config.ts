@@ -130,6 +130,63 @@ export const coordinatorConfigSchema = z.strictObject({
       ),
     })
     .prefault({}),
+  registry: z
+    .strictObject({
+      store: z
+        .enum(['memory', 'etcd'])
+        .default('memory')
+        .describe('memory: this process only; etcd: shared by every coordinator replica'),
+      endpoints: z
+        .array(z.url({ protocol: /^https?$/ }))
+        .default([])
+        .describe('etcd client URLs (store etcd), e.g. http://10.0.0.5:2379'),
+      prefix: z
+        .string()
+        .min(1)
+        .default('/motor/')
+        .describe('etcd key prefix, one per deployment (replicas of one deployment share it)'),
+      auth: z
+        .strictObject({ username: z.string().min(1), password: z.string() })
+        .optional()
+        .describe('etcd user and password'),
+      dialTimeoutMs: ms(5_000, 'etcd connect timeout at start-up'),
+    })
+    .prefault({})
+    .describe('where the live instance set is kept (static instances are loaded into it)'),
+  health: z
+    .strictObject({
+      intervalMs: ms(2_000, 'time between `/health` probes of one instance; 0 = no active probes'),
+      timeoutMs: ms(1_000, 'a slower probe fails'),
+      unhealthyAfter: z
+        .int()
+        .min(1)
+        .default(3)
+        .describe('consecutive failures (probes or connection errors) that take an instance out'),
+      healthyAfter: z
+        .int()
+        .min(1)
+        .default(2)
+        .describe('consecutive successful probes that bring an unhealthy instance back'),
+      path: z.string().startsWith('/').default('/health').describe('probe path on each instance'),
+    })
+    .prefault({}),
+  management: z
+    .strictObject({
+      port: z
+        .int()
+        .min(0)
+        .max(65535)
+        .nullable()
+        .default(null)
+        .describe('management API port (its own, never the gateway port); null = off, 0 = any free port'),
+      host: z.string().min(1).default('127.0.0.1').describe('management API listen address'),
+      adminToken: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('required `Authorization: Bearer` token (env MOTOR_ADMIN_TOKEN); unset = no auth'),
+    })
+    .prefault({}),
   upstream: z
     .strictObject({
       connectionsPerInstance: z.int().min(1).default(256).describe('undici pool size per instance'),
@@ -206,6 +263,8 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
     }
     return { ...inst, id, index, dispatchCapabilities: capabilities, profile };
   });
+  if (parsed.data.registry.store === 'etcd' && parsed.data.registry.endpoints.length === 0)
+    issues.push('registry.endpoints: store etcd needs at least one endpoint');
   if (issues.length > 0) throw new ConfigError(issues);
   return { ...parsed.data, instances };
 }
@@ -215,6 +274,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (env.MOTOR_HOST) setPath(out, 'server.host', env.MOTOR_HOST);
   if (env.MOTOR_PORT) setPath(out, 'server.port', Number(env.MOTOR_PORT));
+  if (env.MOTOR_ADMIN_TOKEN) setPath(out, 'management.adminToken', env.MOTOR_ADMIN_TOKEN);
+  if (env.MOTOR_MANAGEMENT_PORT) setPath(out, 'management.port', Number(env.MOTOR_MANAGEMENT_PORT));
   if (env.MOTOR_API_KEYS) {
     setPath(
       out,

@@ -2,22 +2,29 @@ import type { Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import { startControlPlane, type ControlPlane } from './control-plane.js';
 import { Dispatcher } from './dispatcher.js';
 import { createGateway } from './gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
-import { createScheduler, type Scheduler } from './scheduler.js';
+import { SchedulingAdapter } from './scheduling-adapter.js';
 import { TriggerRegistry } from './trigger-registry.js';
 import { Upstreams } from './upstream.js';
 
 export interface RunningCoordinator {
   url: string;
+  /** The management API's URL (null when `management.port` is null or a source override is used). */
+  managementUrl: string | null;
   server: Server;
+  /** Registry, health and management (absent with a `source` override). */
+  controlPlane: ControlPlane | null;
+  /** Scheduler (load, breakers, engine metrics) and admission. */
+  scheduling: SchedulingAdapter;
   close(): Promise<void>;
 }
 
 export interface CoordinatorOverrides {
   source?: InstanceSource;
-  scheduler?: Scheduler;
+  scheduling?: SchedulingAdapter;
 }
 
 /** Wires gateway → dispatcher → scheduler → instance source and starts listening. */
@@ -26,28 +33,49 @@ export async function startCoordinator(
   log: Logger,
   overrides: CoordinatorOverrides = {},
 ): Promise<RunningCoordinator> {
-  const source = overrides.source ?? new StaticInstanceSource(config.instances);
-  const scheduler = overrides.scheduler ?? createScheduler(config.scheduler.policy);
   const upstreams = new Upstreams({ ...config.upstream, connectMs: config.timeouts.connectMs });
+  const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
+  const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
+  const scheduling =
+    overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
   const triggers = new TriggerRegistry();
   let boundUrl = '';
   const dispatcher = new Dispatcher({
     config,
     source,
-    scheduler,
+    scheduling,
     upstreams,
     triggers,
     log,
     publicUrl: () => (config.server.publicUrl ?? boundUrl).replace(/\/+$/, ''),
   });
-  const server = createGateway({ config, source, dispatcher, triggers, log });
-  boundUrl = await listen(server, config.server.port, config.server.host);
-  log.info({ url: boundUrl }, 'listening');
+  const server = createGateway({ config, source, dispatcher, triggers, log, scheduling });
+  try {
+    boundUrl = await listen(server, config.server.port, config.server.host);
+  } catch (err) {
+    await plane?.close();
+    throw err;
+  }
+  log.info({ url: boundUrl }, 'listening'); // first: spawnMotor takes the first `listening` URL
+  scheduling.start();
+  let management;
+  try {
+    management = await plane?.startManagement();
+  } catch (err) {
+    await closeServer(server);
+    await plane?.close();
+    throw err;
+  }
   return {
     url: boundUrl,
+    managementUrl: management?.url ?? null,
     server,
+    controlPlane: plane,
+    scheduling,
     async close() {
+      scheduling.close();
       await closeServer(server);
+      await plane?.close();
       await upstreams.close();
     },
   };

@@ -56,6 +56,8 @@ class Leg {
   constructor(
     readonly instance: Instance,
     readonly role: LegRole,
+    /** The instance source's claim (registry in-flight count, drain); released with the leg. */
+    private readonly claim: (() => void) | undefined,
   ) {
     instance.inFlight++;
   }
@@ -64,6 +66,7 @@ class Leg {
     if (this.released) return;
     this.released = true;
     this.instance.inFlight--;
+    this.claim?.();
   }
 }
 
@@ -150,14 +153,31 @@ class Attempt {
 
   /** Starts a leg's HTTP request; the promise resolves with the response headers. */
   open(instance: Instance, role: LegRole, body: string, headers: Record<string, string>): Leg {
-    const leg = new Leg(instance, role);
+    const { source } = this.d.deps;
+    const claim = source.acquire ? source.acquire(instance) : () => {};
+    const leg = new Leg(instance, role, claim);
     this.legs.push(leg);
-    leg.response = this.d.deps.upstreams.request(instance, {
-      path: this.session.path,
-      body,
-      headers,
-      signal: leg.ctl.signal,
-    });
+    if (claim === undefined) {
+      // Drained or paused since the route was picked: no new work; a retry picks another instance.
+      leg.response = Promise.reject(
+        new MotorError('engine_unavailable', `instance ${instance.id} no longer takes new work`, {
+          instanceId: instance.id,
+        }),
+      );
+    } else {
+      leg.response = this.d.deps.upstreams.request(instance, {
+        path: this.session.path,
+        body,
+        headers,
+        signal: leg.ctl.signal,
+      });
+      leg.response.then(
+        () => source.reportSuccess?.(instance),
+        (err: unknown) => {
+          if (!leg.ctl.signal.aborted) source.reportFailure?.(instance, (err as Error).message);
+        },
+      );
+    }
     leg.response.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
     if (this.failure) leg.ctl.abort();
     return leg;

@@ -7,14 +7,22 @@ export interface Instance extends ResolvedInstance {
 }
 
 /**
- * Where the fleet comes from. The static list is the only source today; the registry (dynamic
- * registration, health, drain) will implement the same interface.
+ * Where the fleet comes from: the static list (tests, embedding) or the registry
+ * (`RegistryInstanceSource`: dynamic registration, health, drain).
  */
 export interface InstanceSource {
   /** The instances that may receive new work now. */
   routable(): readonly Instance[];
   /** Every known instance (for `/v1/models`). */
   all(): readonly Instance[];
+  /**
+   * Claims the instance for one leg: the idempotent release callback, or `undefined` when it no
+   * longer takes new work (drained or paused since it was picked). Absent = always granted.
+   */
+  acquire?(instance: Instance): (() => void) | undefined;
+  /** Passive health signals from dispatch: the leg's engine answered / could not be reached. */
+  reportSuccess?(instance: Instance): void;
+  reportFailure?(instance: Instance, error: string): void;
 }
 
 export class StaticInstanceSource implements InstanceSource {

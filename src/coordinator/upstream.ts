@@ -68,6 +68,23 @@ export class Upstreams {
     }
   }
 
+  /**
+   * Closes the pool of an origin nobody uses any more (an instance removed from the registry):
+   * requests already running on it finish first. A later request to that origin opens a new pool.
+   */
+  async release(url: string): Promise<void> {
+    const origin = new URL(url).origin;
+    const pool = this.pools.get(origin);
+    if (!pool) return;
+    this.pools.delete(origin);
+    await pool.close();
+  }
+
+  /** Number of open pools (one per origin in use). */
+  get poolCount(): number {
+    return this.pools.size;
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.destroy()));
     this.pools.clear();

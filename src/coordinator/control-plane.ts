@@ -1,0 +1,107 @@
+import type { Logger } from '../common/logger.js';
+import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import {
+  createRegistry,
+  HealthProber,
+  registerStaticInstances,
+  startManagementServer,
+  type ManagementServer,
+  type Registry,
+  type RegistryConfig,
+} from '../registry/index.js';
+import { RegistryInstanceSource, registrationFromConfig } from './registry-instance-source.js';
+import type { Upstreams } from './upstream.js';
+
+/** The coordinator's registry, health prober and management API, wired together. */
+export interface ControlPlane {
+  registry: Registry;
+  health: HealthProber;
+  source: RegistryInstanceSource;
+  /** Serves the management API on `management.port` (no-op when it is null); logs `listening` with `name: "management"`. */
+  startManagement(): Promise<ManagementServer | null>;
+  close(): Promise<void>;
+}
+
+function registryConfig(config: CoordinatorConfig): RegistryConfig {
+  const r = config.registry;
+  if (r.store === 'memory') return { store: 'memory' };
+  return {
+    store: 'etcd',
+    endpoints: r.endpoints,
+    prefix: r.prefix,
+    dialTimeoutMs: r.dialTimeoutMs,
+    ...(r.auth ? { auth: r.auth } : {}),
+  };
+}
+
+/**
+ * Opens the registry (memory or etcd), loads the config's static instances into it, starts health
+ * probes and probes every known instance once (bounded by `health.timeoutMs`) so a coordinator
+ * started after its engines routes from its first request.
+ */
+export async function startControlPlane(
+  config: CoordinatorConfig,
+  log: Logger,
+  upstreams: Upstreams,
+): Promise<ControlPlane> {
+  const registry = await createRegistry(registryConfig(config), { logger: log });
+  let health: HealthProber | undefined;
+  let source: RegistryInstanceSource | undefined;
+  try {
+    await registerStaticInstances(registry, config.instances.map(registrationFromConfig));
+    const h = config.health;
+    health = new HealthProber(registry, {
+      intervalMs: h.intervalMs,
+      timeoutMs: h.timeoutMs,
+      unhealthyAfter: h.unhealthyAfter,
+      healthyAfter: h.healthyAfter,
+      path: h.path,
+      logger: log,
+    });
+    source = new RegistryInstanceSource({
+      registry,
+      health,
+      staticInstances: config.instances,
+      onOriginUnused: (url) => void upstreams.release(url),
+      log,
+    });
+    health.start();
+    if (h.intervalMs > 0) await Promise.all(registry.list().map((r) => health!.probeNow(r.id)));
+  } catch (err) {
+    source?.close();
+    await health?.stop();
+    await registry.close();
+    throw err;
+  }
+  const prober = health;
+  const instances = source;
+  let management: ManagementServer | null = null;
+  return {
+    registry,
+    health: prober,
+    source: instances,
+    async startManagement() {
+      const m = config.management;
+      if (m.port === null) return null;
+      management = await startManagementServer({
+        registry,
+        health: prober,
+        load: (id) => {
+          const instance = instances.get(id);
+          return instance ? { in_flight_legs: instance.inFlight } : null;
+        },
+        port: m.port,
+        host: m.host,
+        ...(m.adminToken !== undefined ? { adminToken: m.adminToken } : {}),
+        logger: log,
+      });
+      return management;
+    },
+    async close() {
+      await management?.close();
+      instances.close();
+      await prober.stop();
+      await registry.close();
+    },
+  };
+}
