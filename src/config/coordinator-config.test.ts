@@ -59,7 +59,7 @@ describe('coordinator config validation', () => {
     expect(c.server).toMatchObject({ host: '127.0.0.1', port: 8000, apiKeys: [] });
     expect(c.retry.maxAttempts).toBe(3);
     expect(c.dispatch).toMatchObject({ fallbackToSingle: false, prefillFailurePolicy: 'retry' });
-    expect(c.scheduler.policy).toBe('least-in-flight');
+    expect(c.scheduling.library.prefill.scorers.map((s) => s.type)).toEqual(['prefix-affinity']);
   });
 
   it.each([

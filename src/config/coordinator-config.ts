@@ -9,6 +9,7 @@ import {
   type DispatchPlan,
   type DispatchProfile,
 } from '../protocol/index.js';
+import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 
 /**
  * The coordinator's configuration: this one schema is the source of truth for types, defaults and
@@ -85,10 +86,14 @@ export const coordinatorConfigSchema = z.strictObject({
     .strictObject({
       policy: z
         .enum(['round-robin', 'least-in-flight'])
-        .default('least-in-flight')
-        .describe('how an instance is picked among compatible ones'),
+        .optional()
+        .describe('deprecated: use `scheduling.policy` (least-in-flight = least-load)'),
     })
     .prefault({}),
+  scheduling: z
+    .unknown()
+    .optional()
+    .describe('pair selection, circuit breaker, admission (see the scheduling section of the README)'),
   dispatch: z
     .strictObject({
       fallbackToSingle: z
@@ -207,8 +212,12 @@ export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchC
   profile: DispatchProfile;
 }
 
-export interface CoordinatorConfig extends Omit<z.output<typeof coordinatorConfigSchema>, 'instances'> {
+export interface CoordinatorConfig extends Omit<
+  z.output<typeof coordinatorConfigSchema>,
+  'instances' | 'scheduling'
+> {
   instances: ResolvedInstance[];
+  scheduling: CoordinatorSchedulingConfig;
 }
 
 export class ConfigError extends Error {
@@ -265,8 +274,13 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
   });
   if (parsed.data.registry.store === 'etcd' && parsed.data.registry.endpoints.length === 0)
     issues.push('registry.endpoints: store etcd needs at least one endpoint');
-  if (issues.length > 0) throw new ConfigError(issues);
-  return { ...parsed.data, instances };
+  const scheduling = resolveSchedulingSection(parsed.data.scheduling, {
+    schedulerPolicy: parsed.data.scheduler.policy,
+    ...parsed.data.dispatch,
+  });
+  if ('issues' in scheduling) issues.push(...scheduling.issues);
+  if (issues.length > 0 || 'issues' in scheduling) throw new ConfigError(issues);
+  return { ...parsed.data, instances, scheduling: scheduling.config };
 }
 
 /** Overrides from the environment (documented in the README). */

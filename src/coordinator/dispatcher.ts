@@ -28,8 +28,9 @@ import {
 } from './leg-request.js';
 import { errorForEngineStatus, MotorError } from './motor-error.js';
 import type { ClientRequest } from './request-validation.js';
-import { selectRoute, type Route } from './route-selection.js';
-import type { Scheduler } from './scheduler.js';
+import type { Route } from './route-selection.js';
+import type { LegTracking, SchedulingAdapter } from './scheduling-adapter.js';
+import type { SchedulingRequest } from '../scheduling/index.js';
 import { needsRewrite, rewriteResponseObject, SseRelay, type ResponseRewrite } from './sse-relay.js';
 import type { TriggerRegistry } from './trigger-registry.js';
 import { readAll, type Upstreams } from './upstream.js';
@@ -37,7 +38,8 @@ import { readAll, type Upstreams } from './upstream.js';
 export interface DispatcherDeps {
   config: CoordinatorConfig;
   source: InstanceSource;
-  scheduler: Scheduler;
+  /** Pair selection, load tracking, circuit breakers (the scheduling library). */
+  scheduling: SchedulingAdapter;
   upstreams: Upstreams;
   triggers: TriggerRegistry;
   log: Logger;
@@ -51,6 +53,8 @@ type ResponseData = UndiciDispatcher.ResponseData;
 class Leg {
   readonly ctl = new AbortController();
   response: Promise<ResponseData> | null = null;
+  /** Load tracking and circuit-breaker outcome of this leg. */
+  tracking: LegTracking | null = null;
   private released = false;
 
   constructor(
@@ -62,10 +66,12 @@ class Leg {
     instance.inFlight++;
   }
 
-  release(): void {
+  /** `err`: the failure the leg ended with (null/absent = success), for the scheduler's outcome. */
+  release(err: MotorError | null = null): void {
     if (this.released) return;
     this.released = true;
     this.instance.inFlight--;
+    this.tracking?.end(err);
     this.claim?.();
   }
 }
@@ -73,6 +79,8 @@ class Leg {
 /** Everything about one client request: the client side, the deadline, the current attempt. */
 class Session {
   attempt: Attempt | null = null;
+  /** Built once per client request (rendered prompt) by `serve`. */
+  schedulingRequest!: SchedulingRequest;
   gone = false;
   deadlineHit = false;
   private deadline: NodeJS.Timeout | null = null;
@@ -117,6 +125,9 @@ class Attempt {
   failure: MotorError | null = null;
   /** The prefill leg failed (for the prefill-failure policy). */
   prefillFailed = false;
+  /** From the scheduling decision: prompt tokens expected cached on the prefill side; instances picked. */
+  cachedPromptTokens = 0;
+  picked: readonly Instance[] = [];
   private watchdog: NodeJS.Timeout | null = null;
   private idleMs = 0;
   private readonly failListeners: Array<(err: MotorError) => void> = [];
@@ -157,6 +168,12 @@ class Attempt {
     const claim = source.acquire ? source.acquire(instance) : () => {};
     const leg = new Leg(instance, role, claim);
     this.legs.push(leg);
+    leg.tracking = this.d.deps.scheduling.beginLeg(
+      instance,
+      role,
+      this.session.schedulingRequest,
+      this.cachedPromptTokens,
+    );
     if (claim === undefined) {
       // Drained or paused since the route was picked: no new work; a retry picks another instance.
       leg.response = Promise.reject(
@@ -189,6 +206,7 @@ class Attempt {
 
   /** First byte reached the client: the first-token watchdog becomes the idle watchdog. */
   committed(): void {
+    for (const leg of this.legs) leg.tracking?.firstToken();
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
     if (this.idleMs > 0) {
@@ -228,7 +246,9 @@ class Attempt {
   /** Ends the attempt's bookkeeping (legs released, timers cleared). */
   finish(): void {
     this.clearTimers();
-    for (const leg of this.legs) leg.release();
+    for (const leg of this.legs) leg.release(this.failure);
+    for (const instance of this.picked)
+      if (!this.legs.some((leg) => leg.instance === instance)) this.d.deps.scheduling.unused(instance);
     this.d.deps.triggers.remove(this.ids.engineRequestId);
   }
 
@@ -264,10 +284,13 @@ export class Dispatcher {
     rootRequestId: string,
     path: string,
     res: ServerResponse,
+    /** Session affinity key (`x-session-id`) and API key (rate limiting) of the client request. */
+    meta: { sessionKey?: string; apiKey?: string } = {},
   ): Promise<void> {
     const { config } = this.deps;
     const sink = new ClientSink(res, rootRequestId, client.stream);
     const session = new Session(rootRequestId, client, path, sink, config.timeouts.totalMs);
+    session.schedulingRequest = this.deps.scheduling.requestFor(client, meta);
     const exclude = new Set<string>();
     let lastError: MotorError | null = null;
     let forced: Route | null = null;
@@ -276,21 +299,21 @@ export class Dispatcher {
         if (seq > 1) await sleep(backoffDelayMs(seq, config.retry), session);
         if (session.stopped) break;
         let route: Route;
+        let selection = null;
         try {
-          route =
-            forced ??
-            selectRoute(
-              this.deps.source.routable(),
-              client.model,
-              this.deps.scheduler,
-              config.dispatch,
-              exclude,
-            );
+          selection = forced
+            ? null
+            : this.deps.scheduling.select(this.deps.source.routable(), session.schedulingRequest, exclude);
+          route = forced ?? selection!.route;
         } catch (err) {
           lastError = err instanceof MotorError ? err : new MotorError('internal', String(err));
           break;
         }
         const attempt = new Attempt(this, session, route, seq);
+        if (selection) {
+          attempt.cachedPromptTokens = selection.cachedPromptTokens;
+          attempt.picked = selection.picked;
+        }
         session.attempt = attempt;
         let outcome: MotorError | null;
         try {
@@ -356,7 +379,7 @@ export class Dispatcher {
     });
     const pleg = attempt.open(route.prefill, 'prefill', preq.body, preq.headers);
     const prefill = await this.awaitPrefill(attempt, pleg, 'handoff');
-    pleg.release();
+    pleg.release(prefill instanceof MotorError ? prefill : null);
     if (prefill instanceof MotorError) return prefill;
     attempt.prefillDone();
     session.rewrite.cachedTokens = cachedTokensOf(prefill.usage);
@@ -398,7 +421,7 @@ export class Dispatcher {
             });
             const leg = attempt.open(route.prefill, 'prefill', req.body, req.headers);
             const result = await this.awaitPrefill(attempt, leg, 'trigger');
-            leg.release();
+            leg.release(result instanceof MotorError ? result : null);
             resolve(result);
             if (result instanceof MotorError) {
               return { status: result.reply?.status ?? 502, body: { error: { message: result.message } } };
@@ -416,7 +439,7 @@ export class Dispatcher {
       });
       const pleg = attempt.open(route.prefill, 'prefill', preq.body, preq.headers);
       prefillDone = this.awaitPrefill(attempt, pleg, flow).then((r) => {
-        pleg.release();
+        pleg.release(r instanceof MotorError ? r : null);
         return r;
       });
     }

@@ -9,6 +9,7 @@ import type { InstanceSource } from './instance-source.js';
 import { MotorError } from './motor-error.js';
 import { validateClientRequest, type ApiKind } from './request-validation.js';
 import { topologyReport } from './route-selection.js';
+import type { SchedulingAdapter } from './scheduling-adapter.js';
 import type { TriggerRegistry } from './trigger-registry.js';
 
 export interface GatewayDeps {
@@ -17,6 +18,8 @@ export interface GatewayDeps {
   dispatcher: Dispatcher;
   triggers: TriggerRegistry;
   log: Logger;
+  /** Admission control (concurrency limit, queue, per-key rate limit) before scheduling. */
+  scheduling: Pick<SchedulingAdapter, 'admission'>;
 }
 
 const API_ROUTES: Record<string, ApiKind> = {
@@ -79,6 +82,12 @@ export function createGateway(deps: GatewayDeps): Server {
     return typeof h === 'string' && h.startsWith('Bearer ') && apiKeys.has(h.slice(7).trim());
   }
 
+  /** The bearer token (the rate limiter's key; anonymous callers share the key ''). */
+  function bearerToken(req: IncomingMessage): string {
+    const h = req.headers.authorization;
+    return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : '';
+  }
+
   function unauthorized(res: ServerResponse): void {
     renderError(
       res,
@@ -125,7 +134,30 @@ export function createGateway(deps: GatewayDeps): Server {
       if (err instanceof MotorError) return renderError(res, err);
       throw err;
     }
-    await deps.dispatcher.serve(client, `req-${randomUUID()}`, path, res);
+    // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After.
+    const apiKey = bearerToken(req);
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    res.once('close', onClose);
+    const ticket = await deps.scheduling.admission.acquire({ apiKey, signal: gone.signal });
+    res.off('close', onClose);
+    if (!ticket.admitted) {
+      if (ticket.reason === 'aborted') return void res.destroy();
+      return renderError(
+        res,
+        new MotorError(ticket.status === 429 ? 'rate_limited' : 'overloaded', ticket.message),
+        { 'retry-after': String(ticket.retryAfterSeconds) },
+      );
+    }
+    try {
+      const session = req.headers['x-session-id'];
+      await deps.dispatcher.serve(client, `req-${randomUUID()}`, path, res, {
+        sessionKey: typeof session === 'string' && session !== '' ? session : undefined,
+        apiKey,
+      });
+    } finally {
+      ticket.release();
+    }
   }
 
   function modelList(): unknown {

@@ -14,6 +14,10 @@ export const ERROR_CODES = {
   engine_rejected: { status: 400, type: 'invalid_request_error', retryable: false },
   /** No instance pair can serve the request (topology, missing capability). */
   no_route: { status: 503, type: 'server_error', retryable: false },
+  /** Admission: the caller's API key exceeded its rate limit (with `Retry-After`). */
+  rate_limited: { status: 429, type: 'rate_limit_error', retryable: false },
+  /** Admission: the coordinator's concurrency limit and queue are full, or the queue wait timed out (with `Retry-After`). */
+  overloaded: { status: 503, type: 'server_error', retryable: false },
   /** An engine answered 408/429/5xx. */
   engine_unavailable: { status: 503, type: 'server_error', retryable: true },
   engine_error: { status: 502, type: 'server_error', retryable: true },

@@ -1,0 +1,182 @@
+import { z } from 'zod';
+import { parseSchedulingConfig, SchedulingConfigError, type SchedulingConfig } from '../scheduling/index.js';
+
+/**
+ * The coordinator's `scheduling` section: the scheduling library's schema (src/scheduling/config.ts,
+ * validated there with paths prefixed `scheduling.`) plus a `policy` shorthand and the engine-metrics
+ * scraper settings, which the coordinator owns.
+ */
+
+/** `scheduling.policy` presets: each sets the prefill, decode and union profiles not given explicitly. */
+export const SCHEDULING_POLICIES = [
+  'round-robin',
+  'random',
+  'least-load',
+  'power-of-two',
+  'prefix-affinity',
+  'session-affinity',
+] as const;
+export type SchedulingPolicy = (typeof SCHEDULING_POLICIES)[number];
+
+type ProfileInput = {
+  filters?: unknown[];
+  scorers?: { type: string; weight?: number; params?: Record<string, unknown> }[];
+  picker?: { type: string; params?: Record<string, unknown> };
+};
+
+const rr: ProfileInput = { scorers: [], picker: { type: 'round-robin' } };
+const leastLoad: ProfileInput = { scorers: [{ type: 'least-load' }], picker: { type: 'max-score' } };
+
+/** Profiles per policy: [prefill, decode, union]. */
+export const POLICY_PROFILES: Record<SchedulingPolicy, [ProfileInput, ProfileInput, ProfileInput]> = {
+  'round-robin': [rr, rr, rr],
+  random: [
+    { scorers: [], picker: { type: 'random' } },
+    { scorers: [], picker: { type: 'random' } },
+    { scorers: [], picker: { type: 'random' } },
+  ],
+  'least-load': [leastLoad, leastLoad, leastLoad],
+  'power-of-two': [
+    { scorers: [{ type: 'least-load' }], picker: { type: 'power-of-two' } },
+    { scorers: [{ type: 'least-load' }], picker: { type: 'power-of-two' } },
+    { scorers: [{ type: 'least-load' }], picker: { type: 'power-of-two' } },
+  ],
+  'prefix-affinity': [
+    { scorers: [{ type: 'prefix-affinity' }], picker: { type: 'max-score' } },
+    leastLoad,
+    { scorers: [{ type: 'prefix-affinity' }], picker: { type: 'max-score' } },
+  ],
+  'session-affinity': [
+    {
+      scorers: [{ type: 'session-affinity', weight: 2 }, { type: 'least-load' }],
+      picker: { type: 'max-score' },
+    },
+    {
+      scorers: [{ type: 'session-affinity', weight: 2 }, { type: 'least-load' }],
+      picker: { type: 'max-score' },
+    },
+    {
+      scorers: [{ type: 'session-affinity', weight: 2 }, { type: 'least-load' }],
+      picker: { type: 'max-score' },
+    },
+  ],
+};
+
+/** Plugin types that read scraped engine metrics (scraping turns on by itself when one is configured). */
+export const METRICS_PLUGINS: readonly string[] = ['engine-metrics', 'kv-pressure'];
+
+const scrapeSchema = z.strictObject({
+  scrape: z.enum(['auto', 'on', 'off']).default('auto'),
+  scrapeIntervalMs: z.int().min(50).default(1000),
+  scrapeTimeoutMs: z.int().min(1).default(1000),
+});
+
+const coordinatorKeysSchema = z.looseObject({
+  policy: z.enum(SCHEDULING_POLICIES).optional(),
+  engineMetrics: z.looseObject({}).optional(),
+});
+
+export interface EngineMetricsScrapeConfig {
+  /** Resolved: scrape each instance's `/metrics` (on, or auto with a metrics plugin configured). */
+  enabled: boolean;
+  mode: 'auto' | 'on' | 'off';
+  intervalMs: number;
+  timeoutMs: number;
+}
+
+/** The resolved `scheduling` section. */
+export interface CoordinatorSchedulingConfig {
+  /** The shorthand as given (or mapped from the deprecated `scheduler.policy`). */
+  policy: SchedulingPolicy | undefined;
+  /** The library config: every default filled, every plugin's params validated. */
+  library: SchedulingConfig;
+  scrape: EngineMetricsScrapeConfig;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function issuePath(path: readonly PropertyKey[]): string {
+  let out = 'scheduling';
+  for (const key of path) out += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  return out;
+}
+
+/**
+ * Validates `scheduling` and resolves it against the older keys: `scheduler.policy` (round-robin /
+ * least-in-flight, deprecated) maps to the shorthand; `dispatch.fallbackToSingle` and
+ * `dispatch.planPreference` supply `fallback` and `planPreference` unless those are set here.
+ * Returns issues (`scheduling.prefill.scorers[0].weight: expected number`) instead of throwing.
+ */
+export function resolveSchedulingSection(
+  raw: unknown,
+  legacy: {
+    schedulerPolicy?: 'round-robin' | 'least-in-flight';
+    fallbackToSingle: boolean;
+    planPreference: readonly string[];
+  },
+): { config: CoordinatorSchedulingConfig } | { issues: string[] } {
+  const input = raw ?? {};
+  if (!isRecord(input)) return { issues: ['scheduling: expected object'] };
+  const keys = coordinatorKeysSchema.safeParse(input);
+  if (!keys.success)
+    return {
+      issues: keys.error.issues.map(
+        (i) => `${issuePath(i.path)}: ${i.message.replace(/^Invalid (input|option): /, '')}`,
+      ),
+    };
+  const { policy: explicitPolicy, engineMetrics, ...rest } = input;
+  const { scrape, scrapeIntervalMs, scrapeTimeoutMs, ...libraryMetrics } = (engineMetrics ?? {}) as Record<
+    string,
+    unknown
+  >;
+  const scrapeParsed = scrapeSchema.safeParse({ scrape, scrapeIntervalMs, scrapeTimeoutMs });
+  if (!scrapeParsed.success)
+    return {
+      issues: scrapeParsed.error.issues.map(
+        (i) =>
+          `${issuePath(['engineMetrics', ...i.path])}: ${i.message.replace(/^Invalid (input|option): /, '')}`,
+      ),
+    };
+  const policy =
+    (explicitPolicy as SchedulingPolicy | undefined) ??
+    (legacy.schedulerPolicy === 'round-robin'
+      ? 'round-robin'
+      : legacy.schedulerPolicy === 'least-in-flight'
+        ? 'least-load'
+        : undefined);
+  const library: Record<string, unknown> = { ...rest, engineMetrics: libraryMetrics };
+  if (policy) {
+    const [prefill, decode, union] = POLICY_PROFILES[policy];
+    library.prefill ??= prefill;
+    library.decode ??= decode;
+    library.union ??= union;
+  }
+  library.fallback ??= { union: legacy.fallbackToSingle, degradedPrefill: legacy.fallbackToSingle };
+  library.planPreference ??= [...legacy.planPreference];
+  let parsed: SchedulingConfig;
+  try {
+    parsed = parseSchedulingConfig(library, 'scheduling');
+  } catch (err) {
+    if (err instanceof SchedulingConfigError) return { issues: [...err.issues] };
+    throw err;
+  }
+  const usesMetrics = (['prefill', 'decode', 'union'] as const).some((role) => {
+    const p = parsed[role];
+    return [...p.filters, ...p.scorers].some((ref) => METRICS_PLUGINS.includes(ref.type));
+  });
+  const s = scrapeParsed.data;
+  return {
+    config: {
+      policy,
+      library: parsed,
+      scrape: {
+        mode: s.scrape,
+        enabled: s.scrape === 'on' || (s.scrape === 'auto' && usesMetrics),
+        intervalMs: s.scrapeIntervalMs,
+        timeoutMs: s.scrapeTimeoutMs,
+      },
+    },
+  };
+}

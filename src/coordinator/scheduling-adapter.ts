@@ -1,0 +1,242 @@
+import type { Logger } from '../common/logger.js';
+import type { CoordinatorSchedulingConfig } from '../config/scheduling-section.js';
+import {
+  AdmissionController,
+  Scheduler,
+  type InstanceRole,
+  type LoadHandle,
+  type RequestOutcome,
+  type SchedulableInstance,
+  type SchedulingRequest,
+} from '../scheduling/index.js';
+import { EngineMetricsScraper } from './engine-metrics-scraper.js';
+import type { Instance, InstanceSource } from './instance-source.js';
+import { MotorError } from './motor-error.js';
+import { renderPrompt } from './prompt-render.js';
+import type { ClientRequest } from './request-validation.js';
+import { flowFor, servesModel, type Route } from './route-selection.js';
+import type { Upstreams } from './upstream.js';
+
+/** The scheduler's view of a coordinator instance (live: reads the instance object on every access). */
+class InstanceView implements SchedulableInstance {
+  constructor(readonly instance: Instance) {}
+  get id(): string {
+    return this.instance.id;
+  }
+  get role(): InstanceRole {
+    return this.instance.role;
+  }
+  get url(): string {
+    return this.instance.url;
+  }
+  get dispatch_capabilities(): readonly string[] {
+    return this.instance.dispatchCapabilities;
+  }
+  get weight(): number | undefined {
+    return (this.instance as { weight?: number }).weight;
+  }
+}
+
+/** A route plus what the load tracker needs; `picked` are the instances the scheduler chose. */
+export interface Selection {
+  route: Route;
+  cachedPromptTokens: number;
+  picked: readonly Instance[];
+}
+
+/** Per-leg bookkeeping: load tracking and the circuit-breaker outcome. */
+export interface LegTracking {
+  firstToken(): void;
+  /** `err` is the leg's or the attempt's failure (null = success); classified into an outcome once. */
+  end(err: MotorError | null | undefined): void;
+}
+
+/**
+ * The outcome of a leg on its instance given the failure it ended with: 4xx is the request's fault,
+ * a stop caused by another leg, the client or the overall deadline is neutral, and a timeout, 5xx,
+ * 408/429 or connection error counts against the instance.
+ */
+export function legOutcome(instanceId: string, err: MotorError | null | undefined): RequestOutcome {
+  if (!err) return 'success';
+  if (err.stoppedByPeer || err.code === 'client_disconnect' || err.code === 'deadline_exceeded')
+    return 'cancelled';
+  // Watchdogs and mid-stream engine errors name no instance: they end the legs still open.
+  if (err.instanceId === undefined)
+    return err.code === 'first_token_timeout' || err.code === 'idle_timeout' || err.code === 'engine_error'
+      ? 'failure'
+      : 'cancelled';
+  if (err.instanceId !== instanceId) return 'cancelled';
+  return err.code === 'engine_rejected' ? 'client_error' : 'failure';
+}
+
+/**
+ * The scheduling library wired into the coordinator: one {@link Scheduler} (pair selection, load
+ * tracker, breakers, engine metrics), the {@link AdmissionController}, the engine-metrics scraper and
+ * a sweep that forgets instances the source no longer knows.
+ */
+export class SchedulingAdapter {
+  readonly scheduler: Scheduler;
+  readonly admission: AdmissionController;
+  readonly scraper: EngineMetricsScraper | null;
+  private readonly views = new WeakMap<Instance, InstanceView>();
+  private readonly known = new Set<string>();
+  private sweepTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly config: CoordinatorSchedulingConfig,
+    private readonly deps: { source: InstanceSource; upstreams: Upstreams; log: Logger },
+  ) {
+    const { log } = deps;
+    this.scheduler = new Scheduler(config.library, {
+      onCircuitStateChange: (instance, from, to) => log.warn({ instance, from, to }, 'circuit state changed'),
+      onMetricsFallback: (instance, why) =>
+        log.warn({ instance, why }, 'engine metrics missing or stale; scoring without them'),
+    });
+    this.admission = new AdmissionController(this.scheduler.config.admission);
+    this.scraper = config.scrape.enabled
+      ? new EngineMetricsScraper({
+          source: deps.source,
+          upstreams: deps.upstreams,
+          store: this.scheduler.engineMetrics,
+          intervalMs: config.scrape.intervalMs,
+          timeoutMs: config.scrape.timeoutMs,
+          log,
+        })
+      : null;
+  }
+
+  start(): void {
+    this.scraper?.start();
+    this.sweepTimer = setInterval(() => this.sweep(), 5_000);
+    this.sweepTimer.unref();
+  }
+
+  close(): void {
+    this.scraper?.stop();
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+    this.admission.close();
+  }
+
+  /** Drops per-instance scheduling state of instances the source no longer lists. */
+  sweep(): void {
+    const present = new Set(this.deps.source.all().map((i) => i.id));
+    for (const id of this.known) {
+      if (present.has(id)) continue;
+      this.known.delete(id);
+      this.scheduler.forgetInstance(id);
+    }
+    for (const id of present) this.known.add(id);
+  }
+
+  /** The scheduling request of one client request: the prompt is rendered here, once. */
+  requestFor(client: ClientRequest, meta: { sessionKey?: string; apiKey?: string }): SchedulingRequest {
+    const prompt = renderPrompt(client);
+    return {
+      model: client.model,
+      promptText: prompt.text,
+      promptTokenIds: prompt.tokenIds,
+      promptTokens: prompt.tokens,
+      sessionKey: meta.sessionKey,
+      apiKey: meta.apiKey,
+    };
+  }
+
+  /**
+   * Chooses the route of one attempt among the routable instances serving the model, avoiding
+   * `exclude` (instances that just failed) when another route exists. Throws a 404 for an unserved
+   * model and a 503 (`no_route`) naming the missing capability or the unavailable side.
+   */
+  select(
+    instances: readonly Instance[],
+    request: SchedulingRequest,
+    exclude: ReadonlySet<string>,
+  ): Selection {
+    const serving: InstanceView[] = [];
+    for (const instance of instances)
+      if (servesModel(instance, request.model)) serving.push(this.view(instance));
+    if (serving.length === 0) {
+      throw new MotorError(
+        'model_not_found',
+        `The model '${request.model}' does not exist or no instance serves it`,
+        { param: 'model' },
+      );
+    }
+    let decision =
+      exclude.size > 0
+        ? this.scheduler.selectPair(
+            request,
+            serving.filter((v) => !exclude.has(v.id)),
+          )
+        : undefined;
+    // Only the failed instances can serve: try them again rather than failing the request.
+    if (!decision || decision.kind === 'failure') decision = this.scheduler.selectPair(request, serving);
+    if (decision.kind === 'failure') {
+      const prefix = `no route for model '${request.model}'`;
+      throw new MotorError(
+        'no_route',
+        decision.code === 'no_compatible_pair'
+          ? `${prefix}: missing capability: ${decision.message}`
+          : `${prefix}: ${decision.message}`,
+      );
+    }
+    if (decision.kind === 'pair') {
+      const prefill = (decision.prefill as InstanceView).instance;
+      const decode = (decision.decode as InstanceView).instance;
+      return {
+        route: { kind: 'pd', plan: decision.plan, flow: flowFor(decision.plan, prefill), prefill, decode },
+        cachedPromptTokens: decision.cachedPromptTokens,
+        picked: [prefill, decode],
+      };
+    }
+    const instance = (decision.instance as InstanceView).instance;
+    return {
+      route: { kind: 'single', instance, degraded: decision.reason === 'degraded_prefill' },
+      cachedPromptTokens: decision.cachedPromptTokens,
+      picked: [instance],
+    };
+  }
+
+  /**
+   * Starts tracking one leg. The decode leg of a pair does no prefill work (its KV arrives), so it
+   * counts its prompt as in-flight tokens but not as pending prefill.
+   */
+  beginLeg(
+    instance: Instance,
+    role: 'prefill' | 'decode' | 'single',
+    request: SchedulingRequest,
+    cachedPromptTokens: number,
+  ): LegTracking {
+    const promptTokens = request.promptTokens;
+    const handle: LoadHandle = this.scheduler.loadTracker.begin(instance.id, {
+      promptTokens,
+      cachedPromptTokens: role === 'decode' ? promptTokens : cachedPromptTokens,
+    });
+    let ended = false;
+    return {
+      firstToken: () => handle.firstToken(),
+      end: (err) => {
+        if (ended) return;
+        ended = true;
+        const outcome = legOutcome(instance.id, err);
+        handle.end(outcome);
+        this.scheduler.breakers.record(instance.id, outcome);
+      },
+    };
+  }
+
+  /** An instance the scheduler picked got no leg (its attempt ended first): frees a half-open probe slot. */
+  unused(instance: Instance): void {
+    this.scheduler.breakers.record(instance.id, 'cancelled');
+  }
+
+  private view(instance: Instance): InstanceView {
+    let view = this.views.get(instance);
+    if (!view) {
+      view = new InstanceView(instance);
+      this.views.set(instance, view);
+      this.known.add(instance.id);
+    }
+    return view;
+  }
+}
