@@ -180,6 +180,54 @@ describe('control plane: two coordinators sharing one etcd', () => {
     expect(list.data.map((v) => v.id)).toEqual(['u1']);
   });
 
+  it('an engine proxy stopped with SIGTERM drains (its running stream completes), then deregisters from both', async () => {
+    expect((await mgmt(c1, 'POST', '/v1/instances/u1/pause')).json.state).toBe('paused');
+    const proxy = await spawn([
+      'engine-proxy',
+      '--engine-url',
+      s2.url,
+      '--role',
+      'union',
+      '--port',
+      '0',
+      '--register',
+      c1.mgmt,
+      '--register-token',
+      TOKEN,
+      '--instance-id',
+      'leaving',
+      '--heartbeat-ms',
+      '300',
+    ]);
+    await until('leaving routable on c1', async () => (await instance(c1, 'leaving'))?.routable);
+    await http(s2.url, 'POST', '/debug/faults', { slow_decode_factor: 100 }); // ~3.6 s stream
+    const stream = (async () => {
+      const s = await c1.client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'a stream across a proxy shutdown' }],
+        max_tokens: 12,
+        stream: true,
+      });
+      let finish: string | null = null;
+      for await (const chunk of s) finish = chunk.choices[0]?.finish_reason ?? finish;
+      return finish;
+    })();
+    await until('one leg in flight on leaving', async () => (await instance(c1, 'leaving'))?.in_flight === 1);
+    const exited = new Promise((resolve) => proxy.child.once('exit', resolve));
+    proxy.child.kill('SIGTERM');
+    await until('leaving draining on c2', async () => (await instance(c2, 'leaving'))?.state === 'draining');
+    expect(await stream).toBe('length');
+    await exited;
+    expect(proxy.logs.some((l) => l.msg === 'deregistered from coordinator')).toBe(true);
+    for (const c of [c1, c2]) {
+      await until('leaving gone', async () =>
+        (await instance(c, 'leaving')) === undefined ? true : undefined,
+      );
+    }
+    await http(s2.url, 'DELETE', '/debug/faults');
+    expect((await mgmt(c1, 'POST', '/v1/instances/u1/resume')).json.state).toBe('active');
+  });
+
   it('a drain during in-flight streams loses none, gives the instance no new work, and completes at zero in-flight', async () => {
     // Slow streams on u1 (the only instance), so they are surely running when the drain arrives.
     await http(s1.url, 'POST', '/debug/faults', { slow_decode_factor: 100 }); // ~3.6 s per stream

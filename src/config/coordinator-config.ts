@@ -198,6 +198,37 @@ export const coordinatorConfigSchema = z.strictObject({
       keepAliveMs: ms(30_000, 'idle keep-alive of upstream sockets'),
     })
     .prefault({}),
+  observability: z
+    .strictObject({
+      metrics: z.boolean().default(true).describe('serve Prometheus metrics on `GET /metrics`'),
+      dashboard: z
+        .boolean()
+        .default(true)
+        .describe('serve the dashboard on `GET /dashboard` (JSON: `GET /dashboard/api/state`)'),
+      recentRequests: z
+        .int()
+        .min(0)
+        .max(10_000)
+        .default(100)
+        .describe('request summaries (leg timelines) kept for the dashboard'),
+      accessLog: z.boolean().default(true).describe('one `request` JSON log line per client request'),
+      tracing: z
+        .strictObject({
+          enabled: z.boolean().default(false).describe('OpenTelemetry spans per request and per leg'),
+          exporter: z
+            .enum(['otlp-http', 'console'])
+            .default('otlp-http')
+            .describe('where finished spans go: an OTLP/HTTP (JSON) endpoint, or stdout'),
+          endpoint: z
+            .url()
+            .default('http://127.0.0.1:4318/v1/traces')
+            .describe('OTLP/HTTP traces endpoint (exporter otlp-http)'),
+          serviceName: z.string().min(1).default('motor-coordinator').describe('`service.name` of the spans'),
+          batchDelayMs: ms(1_000, 'longest wait before finished spans are exported'),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
 });
 
 export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;

@@ -2,6 +2,8 @@ import type { Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import { createCoordinatorObservability } from '../observability/coordinator-observability.js';
+import type { Observability } from '../observability/observability.js';
 import { startControlPlane, type ControlPlane } from './control-plane.js';
 import { Dispatcher } from './dispatcher.js';
 import { createGateway } from './gateway.js';
@@ -19,6 +21,8 @@ export interface RunningCoordinator {
   controlPlane: ControlPlane | null;
   /** Scheduler (load, breakers, engine metrics) and admission. */
   scheduling: SchedulingAdapter;
+  /** Metrics registry, recent requests, tracing. */
+  observability: Observability;
   close(): Promise<void>;
 }
 
@@ -39,6 +43,11 @@ export async function startCoordinator(
   const scheduling =
     overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
   const triggers = new TriggerRegistry();
+  const obs = await createCoordinatorObservability(config, log, source, {
+    circuitStates: () =>
+      source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),
+    queuedRequests: () => scheduling.admission.queued,
+  });
   let boundUrl = '';
   const dispatcher = new Dispatcher({
     config,
@@ -47,9 +56,18 @@ export async function startCoordinator(
     upstreams,
     triggers,
     log,
+    observer: obs.observability,
     publicUrl: () => (config.server.publicUrl ?? boundUrl).replace(/\/+$/, ''),
   });
-  const server = createGateway({ config, source, dispatcher, triggers, log, scheduling });
+  const server = createGateway({
+    config,
+    source,
+    dispatcher,
+    triggers,
+    log,
+    scheduling,
+    extraRoutes: obs.routes,
+  });
   try {
     boundUrl = await listen(server, config.server.port, config.server.host);
   } catch (err) {
@@ -72,11 +90,13 @@ export async function startCoordinator(
     server,
     controlPlane: plane,
     scheduling,
+    observability: obs.observability,
     async close() {
       scheduling.close();
       await closeServer(server);
       await plane?.close();
       await upstreams.close();
+      await obs.close();
     },
   };
 }

@@ -3,6 +3,16 @@ import type { ServerResponse } from 'node:http';
 import type { Dispatcher as UndiciDispatcher } from 'undici';
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import {
+  noopDispatchObserver,
+  noopLegObserver,
+  noopRequestObserver,
+  routeSummary,
+  stopResultOf,
+  type DispatchObserver,
+  type LegObserver,
+  type RequestObserver,
+} from '../observability/dispatch-observer.js';
 import { engineAdapterFor } from '../engine-adapters/index.js';
 import { isPlainObject } from '../common/http.js';
 import {
@@ -43,6 +53,8 @@ export interface DispatcherDeps {
   upstreams: Upstreams;
   triggers: TriggerRegistry;
   log: Logger;
+  /** Metrics, tracing, access log, dashboard (default: none). */
+  observer?: DispatchObserver;
   /** Base URL engines use to reach this coordinator (direct trigger metaserver). */
   publicUrl: () => string;
 }
@@ -52,6 +64,7 @@ type ResponseData = UndiciDispatcher.ResponseData;
 /** One engine request of an attempt. */
 class Leg {
   readonly ctl = new AbortController();
+  obs: LegObserver = noopLegObserver;
   response: Promise<ResponseData> | null = null;
   /** Load tracking and circuit-breaker outcome of this leg. */
   tracking: LegTracking | null = null;
@@ -81,6 +94,7 @@ class Session {
   attempt: Attempt | null = null;
   /** Built once per client request (rendered prompt) by `serve`. */
   schedulingRequest!: SchedulingRequest;
+  obs: RequestObserver = noopRequestObserver;
   gone = false;
   deadlineHit = false;
   private deadline: NodeJS.Timeout | null = null;
@@ -174,6 +188,7 @@ class Attempt {
       this.session.schedulingRequest,
       this.cachedPromptTokens,
     );
+    leg.obs = this.session.obs.legStart(role, instance.id, headers);
     if (claim === undefined) {
       // Drained or paused since the route was picked: no new work; a retry picks another instance.
       leg.response = Promise.reject(
@@ -206,6 +221,7 @@ class Attempt {
 
   /** First byte reached the client: the first-token watchdog becomes the idle watchdog. */
   committed(): void {
+    this.session.obs.committed();
     for (const leg of this.legs) leg.tracking?.firstToken();
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
@@ -237,6 +253,7 @@ class Attempt {
   fail(err: MotorError, reason: DispatchStopReason): void {
     if (this.failure) return;
     this.failure = err;
+    this.session.obs.attemptFailed(err.code, reason);
     this.clearTimers();
     for (const leg of this.legs) leg.ctl.abort();
     this.d.stopLegs(this, reason);
@@ -246,6 +263,7 @@ class Attempt {
   /** Ends the attempt's bookkeeping (legs released, timers cleared). */
   finish(): void {
     this.clearTimers();
+    for (const leg of this.legs) leg.obs.end(this.failure?.code ?? null);
     for (const leg of this.legs) leg.release(this.failure);
     for (const instance of this.picked)
       if (!this.legs.some((leg) => leg.instance === instance)) this.d.deps.scheduling.unused(instance);
@@ -290,6 +308,13 @@ export class Dispatcher {
     const { config } = this.deps;
     const sink = new ClientSink(res, rootRequestId, client.stream);
     const session = new Session(rootRequestId, client, path, sink, config.timeouts.totalMs);
+    session.obs = (this.deps.observer ?? noopDispatchObserver).requestStart({
+      rootRequestId,
+      path,
+      model: client.model,
+      stream: client.stream,
+      headers: res.req.headers,
+    });
     session.schedulingRequest = this.deps.scheduling.requestFor(client, meta);
     const exclude = new Set<string>();
     let lastError: MotorError | null = null;
@@ -315,6 +340,7 @@ export class Dispatcher {
           attempt.picked = selection.picked;
         }
         session.attempt = attempt;
+        session.obs.attempt(seq, routeSummary(route));
         let outcome: MotorError | null;
         try {
           outcome = await this.runAttempt(attempt);
@@ -332,6 +358,7 @@ export class Dispatcher {
           { root_request_id: rootRequestId, attempt_seq: seq, code: outcome.code, err: outcome.message },
           'attempt failed before the first byte; retrying',
         );
+        session.obs.retry(seq, outcome.code);
         if (outcome.instanceId) exclude.add(outcome.instanceId);
         if (attempt.prefillFailed && route.kind === 'pd') {
           const policy = config.dispatch.prefillFailurePolicy;
@@ -349,6 +376,7 @@ export class Dispatcher {
       if (!session.gone) sink.fail(lastError ?? new MotorError('internal', 'no attempt was made'));
     } finally {
       session.close();
+      session.obs.end(res.statusCode, lastError?.code ?? null);
     }
   }
 
@@ -379,6 +407,7 @@ export class Dispatcher {
     });
     const pleg = attempt.open(route.prefill, 'prefill', preq.body, preq.headers);
     const prefill = await this.awaitPrefill(attempt, pleg, 'handoff');
+    pleg.obs.end(prefill instanceof MotorError ? prefill.code : null);
     pleg.release(prefill instanceof MotorError ? prefill : null);
     if (prefill instanceof MotorError) return prefill;
     attempt.prefillDone();
@@ -421,6 +450,7 @@ export class Dispatcher {
             });
             const leg = attempt.open(route.prefill, 'prefill', req.body, req.headers);
             const result = await this.awaitPrefill(attempt, leg, 'trigger');
+            leg.obs.end(result instanceof MotorError ? result.code : null);
             leg.release(result instanceof MotorError ? result : null);
             resolve(result);
             if (result instanceof MotorError) {
@@ -439,6 +469,7 @@ export class Dispatcher {
       });
       const pleg = attempt.open(route.prefill, 'prefill', preq.body, preq.headers);
       prefillDone = this.awaitPrefill(attempt, pleg, flow).then((r) => {
+        pleg.obs.end(r instanceof MotorError ? r.code : null);
         pleg.release(r instanceof MotorError ? r : null);
         return r;
       });
@@ -627,6 +658,7 @@ export class Dispatcher {
     } catch (err) {
       return attempt.failure ?? this.failBeforeCommit(attempt, connectionError(leg.instance, leg.role, err));
     }
+    leg.obs.firstByte();
     if (waitPrefill) await waitPrefill;
     if (attempt.failure) return attempt.failure;
     if (!needsRewrite(body, session.rewrite)) {
@@ -688,7 +720,9 @@ export class Dispatcher {
         if (settled) return;
         const out = relay.push(chunk);
         if (out === null) return;
+        session.obs.chunk(out);
         if (!sink.committed) {
+          leg.obs.firstByte();
           sink.commitStream();
           attempt.committed();
         } else {
@@ -742,6 +776,7 @@ export class Dispatcher {
     for (const instance of targets) {
       if (instance.mode === 'proxy') {
         void upstreams.postJson(instance, '/v1/dispatch/stop', stopBody, config.timeouts.stopMs).then((r) => {
+          attempt.session.obs.stopResult(reason, stopResultOf(r));
           if ('error' in r || r.status !== 200) {
             log.warn(
               { instance: instance.id, root_request_id: ids.rootRequestId, result: r },
@@ -753,6 +788,7 @@ export class Dispatcher {
       }
       // Direct: closing the connection (done by the leg abort) is how vLLM aborts; SGLang also gets a call.
       if (!attempt.legs.some((l) => l.instance === instance)) continue;
+      attempt.session.obs.stopResult(reason, 'connection_closed');
       const plan = engineAdapterFor(instance.engine).abortPlan(ids.engineRequestId);
       if (plan.request) {
         void upstreams.postJson(

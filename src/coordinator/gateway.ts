@@ -18,6 +18,8 @@ export interface GatewayDeps {
   dispatcher: Dispatcher;
   triggers: TriggerRegistry;
   log: Logger;
+  /** Observability routes (`/metrics`, `/dashboard`); returns true when it answered. */
+  extraRoutes?: (req: IncomingMessage, res: ServerResponse, method: string, path: string) => boolean;
   /** Admission control (concurrency limit, queue, per-key rate limit) before scheduling. */
   scheduling: Pick<SchedulingAdapter, 'admission'>;
 }
@@ -59,6 +61,7 @@ export function createGateway(deps: GatewayDeps): Server {
         return renderError(res, new MotorError('method_not_allowed', `use POST for ${path}`));
       return completions(req, res, path, kind);
     }
+    if (deps.extraRoutes?.(req, res, method, path)) return;
     switch (`${method} ${path}`) {
       case 'GET /health':
         return sendJson(res, 200, { status: 'ok' });

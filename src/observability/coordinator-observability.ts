@@ -1,0 +1,60 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../common/logger.js';
+import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import type { InstanceSource } from '../coordinator/instance-source.js';
+import type { CircuitStateProvider, InstanceView } from './coordinator-metrics.js';
+import { Observability } from './observability.js';
+import { createObservabilityRoutes } from './observability-routes.js';
+import { Tracing } from './tracing.js';
+
+export interface CoordinatorObservability {
+  observability: Observability;
+  /** The gateway's extra routes: `/metrics`, `/dashboard`, `/dashboard/api/state`. */
+  routes: (req: IncomingMessage, res: ServerResponse, method: string, path: string) => boolean;
+  close(): Promise<void>;
+}
+
+export interface ObservabilityProviders {
+  /** Circuit-breaker state per instance (from the scheduling layer). */
+  circuitStates?: CircuitStateProvider;
+  /** Requests waiting for admission. */
+  queuedRequests?: () => number;
+}
+
+/** The fleet as metrics and the dashboard see it: ids, roles, load and routability only. */
+export function instanceViews(source: InstanceSource): () => InstanceView[] {
+  return () => {
+    const routable = new Set(source.routable().map((i) => i.id));
+    return source.all().map((i) => ({
+      id: i.id,
+      role: i.role,
+      url: i.url,
+      inFlight: i.inFlight,
+      routable: routable.has(i.id),
+    }));
+  };
+}
+
+/** Metrics, tracing, access log and dashboard for one coordinator, from `config.observability`. */
+export async function createCoordinatorObservability(
+  config: CoordinatorConfig,
+  log: Logger,
+  source: InstanceSource,
+  providers: ObservabilityProviders = {},
+): Promise<CoordinatorObservability> {
+  const cfg = config.observability;
+  const tracing = await Tracing.create(cfg.tracing);
+  if (tracing) log.info({ exporter: cfg.tracing.exporter, endpoint: cfg.tracing.endpoint }, 'tracing on');
+  const instances = instanceViews(source);
+  const observability = Observability.create(
+    log,
+    { instances, circuitStates: providers.circuitStates, queuedRequests: providers.queuedRequests },
+    { tracing, recentRequests: cfg.recentRequests, accessLog: cfg.accessLog },
+  );
+  const routes = createObservabilityRoutes(
+    observability,
+    { instances, circuitStates: providers.circuitStates },
+    { metrics: cfg.metrics, dashboard: cfg.dashboard },
+  );
+  return { observability, routes, close: () => observability.close() };
+}

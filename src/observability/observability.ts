@@ -1,0 +1,328 @@
+import type { Span, Context } from '@opentelemetry/api';
+import type { Logger } from '../common/logger.js';
+import {
+  boundedCode,
+  boundedFlow,
+  boundedRoute,
+  CoordinatorMetrics,
+  type MetricsSources,
+} from './coordinator-metrics.js';
+import type {
+  DispatchObserver,
+  LegObserver,
+  ObservedLegRole,
+  RequestObserver,
+  RequestStartInfo,
+  RouteSummary,
+} from './dispatch-observer.js';
+import { RecentRequests, type LegSummary, type RequestSummary } from './recent-requests.js';
+import { endSpan, type Tracing } from './tracing.js';
+
+const SEP = 0x0a;
+
+/** SSE frames in a forwarded chunk: counts blank-line separators (`\n\n`), no parsing. */
+export function countFrames(buf: Buffer): number {
+  let n = 0;
+  let i = buf.indexOf(SEP);
+  while (i >= 0 && i + 1 < buf.length) {
+    if (buf[i + 1] === SEP) {
+      n++;
+      i = buf.indexOf(SEP, i + 2);
+    } else {
+      i = buf.indexOf(SEP, i + 1);
+    }
+  }
+  return n;
+}
+
+export interface ObservabilityOptions {
+  log: Logger;
+  metrics: CoordinatorMetrics;
+  tracing: Tracing | null;
+  recent: RecentRequests;
+  /** Write one `request` access-log line per request (info level). */
+  accessLog: boolean;
+}
+
+/**
+ * The coordinator's DispatchObserver: turns the dispatcher's calls into metrics, spans, one access
+ * log line and one recent-request summary per request. Per request it allocates one record and one
+ * small object per leg; per forwarded stream chunk it only counts frames and reads the clock.
+ */
+export class Observability implements DispatchObserver {
+  readonly metrics: CoordinatorMetrics;
+  readonly recent: RecentRequests;
+  readonly tracing: Tracing | null;
+  private readonly accessLog: Logger | null;
+  private active = 0;
+
+  constructor(opts: ObservabilityOptions) {
+    this.metrics = opts.metrics;
+    this.recent = opts.recent;
+    this.tracing = opts.tracing;
+    this.accessLog = opts.accessLog ? opts.log.child({ component: 'access' }) : null;
+  }
+
+  static create(
+    log: Logger,
+    sources: MetricsSources,
+    opts: {
+      tracing?: Tracing | null;
+      recentRequests?: number;
+      accessLog?: boolean;
+      defaultMetrics?: boolean;
+    } = {},
+  ): Observability {
+    return new Observability({
+      log,
+      metrics: new CoordinatorMetrics(sources, { defaultMetrics: opts.defaultMetrics }),
+      tracing: opts.tracing ?? null,
+      recent: new RecentRequests(opts.recentRequests ?? 100),
+      accessLog: opts.accessLog ?? true,
+    });
+  }
+
+  requestStart(info: RequestStartInfo): RequestObserver {
+    this.metrics.inFlight.inc();
+    this.active++;
+    return new RequestRecord(this, info);
+  }
+
+  /** Called by RequestRecord.end. */
+  finish(rec: RequestRecord, summary: RequestSummary): void {
+    this.metrics.inFlight.dec();
+    this.active--;
+    this.recent.add(summary);
+    this.accessLog?.info(
+      {
+        root_request_id: summary.id,
+        route: summary.route,
+        model: summary.model,
+        stream: summary.stream,
+        status: summary.status,
+        outcome: summary.outcome,
+        plan: summary.plan,
+        attempts: summary.attempts,
+        ttft_ms: summary.ttftMs,
+        duration_ms: summary.durationMs,
+        frames: summary.frames,
+        trace_id: rec.traceId,
+      },
+      'request',
+    );
+  }
+
+  /** Client requests being served now. */
+  inFlightRequests(): number {
+    return this.active;
+  }
+
+  async close(): Promise<void> {
+    await this.tracing?.shutdown();
+  }
+}
+
+const round = (ms: number): number => Math.round(ms * 10) / 10;
+
+class RequestRecord implements RequestObserver {
+  readonly t0 = performance.now();
+  readonly startedAt = Date.now();
+  readonly route: string;
+  plan = 'none';
+  attempts = 0;
+  frames = 0;
+  firstFrameAt = -1;
+  lastFrameAt = -1;
+  committedAt = -1;
+  /** Code of the current attempt's failure (reset when a new attempt starts). */
+  attemptFailure: string | null = null;
+  prefillEndAt = -1;
+  readonly legs: LegRecord[] = [];
+  span: Span | null = null;
+  ctx: Context | null = null;
+  traceId: string | undefined;
+  private ended = false;
+
+  constructor(
+    readonly obs: Observability,
+    readonly info: RequestStartInfo,
+  ) {
+    this.route = boundedRoute(info.path);
+    if (obs.tracing) {
+      const { span, ctx } = obs.tracing.startRequest('motor.request', info.headers, {
+        'http.route': this.route,
+        'motor.root_request_id': info.rootRequestId,
+        'motor.stream': info.stream,
+      });
+      this.span = span;
+      this.ctx = ctx;
+      this.traceId = span.spanContext().traceId;
+    }
+  }
+
+  attempt(seq: number, route: RouteSummary): void {
+    this.attempts = seq;
+    this.plan = boundedFlow(route.flow);
+    this.attemptFailure = null;
+    this.prefillEndAt = -1;
+    this.obs.metrics.decisions.inc({ kind: route.kind, plan: this.plan });
+    this.span?.addEvent('attempt', {
+      'motor.attempt_seq': seq,
+      'motor.plan': this.plan,
+      'motor.prefill': route.prefillId ?? '',
+      'motor.decode': route.decodeId ?? '',
+    });
+  }
+
+  legStart(role: ObservedLegRole, instanceId: string, headers: Record<string, string>): LegObserver {
+    const leg = new LegRecord(this, role, instanceId, this.attempts);
+    this.legs.push(leg);
+    const tracing = this.obs.tracing;
+    if (tracing && this.ctx) {
+      leg.span = tracing.startLeg(
+        this.ctx,
+        `motor.leg.${role}`,
+        {
+          'motor.role': role,
+          'motor.instance': instanceId,
+          'motor.attempt_seq': this.attempts,
+          'motor.plan': this.plan,
+          'motor.engine_request_id': headers['x-request-id'] ?? '',
+        },
+        headers,
+      );
+    } else if (typeof this.info.headers.traceparent === 'string') {
+      // Tracing off: the caller's trace context still reaches the engines.
+      headers.traceparent = this.info.headers.traceparent;
+      if (typeof this.info.headers.tracestate === 'string') headers.tracestate = this.info.headers.tracestate;
+    }
+    return leg;
+  }
+
+  chunk(out: Buffer): void {
+    const now = performance.now();
+    if (this.firstFrameAt < 0) this.firstFrameAt = now;
+    this.lastFrameAt = now;
+    this.frames += countFrames(out);
+  }
+
+  committed(): void {
+    if (this.committedAt < 0) this.committedAt = performance.now();
+  }
+
+  attemptFailed(code: string, reason: string): void {
+    this.attemptFailure = code;
+    this.obs.metrics.attemptFailures.inc({ code: boundedCode(code), reason });
+  }
+
+  retry(seq: number, code: string): void {
+    this.obs.metrics.retries.inc({ code: boundedCode(code) });
+    this.span?.addEvent('retry', { 'motor.attempt_seq': seq, 'motor.code': code });
+  }
+
+  stopResult(reason: string, result: string): void {
+    this.obs.metrics.stops.inc({ reason, result });
+  }
+
+  end(status: number, lastErrorCode: string | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    const now = performance.now();
+    let outcome = 'ok';
+    if (this.attemptFailure !== null) outcome = boundedCode(this.attemptFailure);
+    else if (status >= 400) outcome = boundedCode(lastErrorCode ?? 'internal');
+    const m = this.obs.metrics;
+    const durationS = (now - this.t0) / 1000;
+    m.requests.inc({ route: this.route, plan: this.plan, outcome });
+    m.requestDuration.observe({ route: this.route, plan: this.plan }, durationS);
+    let ttftMs: number | null = null;
+    if (this.info.stream && this.firstFrameAt >= 0) {
+      ttftMs = this.firstFrameAt - this.t0;
+      m.ttft.observe({ route: this.route, plan: this.plan }, ttftMs / 1000);
+      if (this.frames > 1) {
+        m.itl.observe({ plan: this.plan }, (this.lastFrameAt - this.firstFrameAt) / 1000 / (this.frames - 1));
+      }
+    }
+    if (this.frames > 0) m.streamFrames.inc(this.frames);
+    for (const leg of this.legs) leg.end(this.attemptFailure ?? 'abandoned');
+    if (this.span) {
+      this.span.setAttributes({
+        'http.response.status_code': status,
+        'motor.plan': this.plan,
+        'motor.attempts': this.attempts,
+        'motor.outcome': outcome,
+      });
+      endSpan(this.span, outcome === 'ok' ? null : outcome);
+    }
+    const rel = (t: number): number | null => (t < 0 ? null : round(t - this.t0));
+    this.obs.finish(this, {
+      id: this.info.rootRequestId,
+      route: this.route,
+      model: this.info.model.slice(0, 64),
+      stream: this.info.stream,
+      status,
+      outcome,
+      plan: this.plan,
+      attempts: this.attempts,
+      startedAt: this.startedAt,
+      endedAt: Date.now(),
+      durationMs: round(now - this.t0),
+      ttftMs: ttftMs === null ? null : round(ttftMs),
+      frames: this.frames,
+      legs: this.legs.map((l): LegSummary => ({
+        attempt: l.attempt,
+        role: l.role,
+        instance: l.instanceId,
+        startMs: rel(l.startAt)!,
+        firstByteMs: rel(l.firstByteAt),
+        endMs: rel(l.endAt),
+        error: l.error,
+      })),
+    });
+  }
+}
+
+class LegRecord implements LegObserver {
+  readonly startAt = performance.now();
+  firstByteAt = -1;
+  endAt = -1;
+  error: string | null = null;
+  span: Span | null = null;
+
+  constructor(
+    private readonly req: RequestRecord,
+    readonly role: ObservedLegRole,
+    readonly instanceId: string,
+    readonly attempt: number,
+  ) {}
+
+  firstByte(): void {
+    if (this.firstByteAt >= 0) return;
+    this.firstByteAt = performance.now();
+    const req = this.req;
+    if (
+      this.role === 'decode' &&
+      req.info.stream &&
+      req.prefillEndAt >= 0 &&
+      req.prefillEndAt <= this.firstByteAt
+    ) {
+      req.obs.metrics.handoffDuration.observe(
+        { plan: req.plan },
+        (this.firstByteAt - req.prefillEndAt) / 1000,
+      );
+    }
+    this.span?.addEvent('first_byte');
+  }
+
+  end(errorCode: string | null): void {
+    if (this.endAt >= 0) return;
+    this.endAt = performance.now();
+    this.error = errorCode;
+    const req = this.req;
+    if (this.role === 'prefill' && errorCode === null && this.attempt === req.attempts) {
+      req.prefillEndAt = this.endAt;
+      req.obs.metrics.prefillDuration.observe({ plan: req.plan }, (this.endAt - this.startAt) / 1000);
+    }
+    if (this.span) endSpan(this.span, errorCode);
+  }
+}

@@ -1,0 +1,92 @@
+import {
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface TracingConfig {
+  enabled: boolean;
+  exporter: 'otlp-http' | 'console';
+  /** OTLP/HTTP traces endpoint (JSON encoding). */
+  endpoint: string;
+  serviceName: string;
+  /** Longest wait before a batch of finished spans is exported (ms). */
+  batchDelayMs: number;
+}
+
+const propagator = new W3CTraceContextPropagator();
+
+/**
+ * OpenTelemetry spans for the coordinator: one SERVER span per client request (continuing an
+ * incoming W3C `traceparent`), one CLIENT span per engine leg whose context is sent to the engine as
+ * `traceparent`. Contexts are passed explicitly (no global context manager, no global provider), so
+ * nothing here touches requests when tracing is off.
+ */
+export class Tracing {
+  private readonly provider: BasicTracerProvider;
+  private readonly tracer;
+
+  private constructor(exporter: SpanExporter, cfg: TracingConfig) {
+    this.provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ 'service.name': cfg.serviceName }),
+      spanProcessors: [
+        new BatchSpanProcessor(exporter, { scheduledDelayMillis: Math.max(1, cfg.batchDelayMs) }),
+      ],
+    });
+    this.tracer = this.provider.getTracer('motor');
+  }
+
+  /** null when tracing is off. The OTLP exporter is loaded only when configured. */
+  static async create(cfg: TracingConfig, exporter?: SpanExporter): Promise<Tracing | null> {
+    if (!cfg.enabled) return null;
+    if (exporter) return new Tracing(exporter, cfg);
+    if (cfg.exporter === 'console') return new Tracing(new ConsoleSpanExporter(), cfg);
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    return new Tracing(new OTLPTraceExporter({ url: cfg.endpoint }), cfg);
+  }
+
+  /** The request span, child of the incoming `traceparent` when there is one. */
+  startRequest(
+    name: string,
+    headers: IncomingHttpHeaders,
+    attributes: Attributes,
+  ): { span: Span; ctx: Context } {
+    const parent = headers.traceparent
+      ? propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter)
+      : ROOT_CONTEXT;
+    const span = this.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+    return { span, ctx: trace.setSpan(parent, span) };
+  }
+
+  /** A leg span under `parent`; its context is injected into `headers` as `traceparent`. */
+  startLeg(parent: Context, name: string, attributes: Attributes, headers: Record<string, string>): Span {
+    const span = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
+    propagator.inject(trace.setSpan(parent, span), headers, defaultTextMapSetter);
+    return span;
+  }
+
+  async shutdown(): Promise<void> {
+    await this.provider.shutdown();
+  }
+}
+
+/** Ends a span with an error status when `errorCode` is set. */
+export function endSpan(span: Span, errorCode: string | null, endTime?: number): void {
+  if (errorCode !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: errorCode });
+  span.end(endTime);
+}
