@@ -138,6 +138,12 @@ describe('control plane: two coordinators sharing one etcd', () => {
     });
     expect(completion.choices[0]!.message.content).toBeTruthy();
     expect(await seen(s1)).toBe(before + 1);
+    expect(await instance(c2, 'u1')).toMatchObject({
+      source: 'api',
+      circuit: 'closed',
+      in_flight: 0,
+      load: { in_flight_legs: 0, inflightRequests: 0 },
+    });
   });
 
   it('an engine proxy self-registers through one replica; after SIGKILL its lease expires on both', async () => {

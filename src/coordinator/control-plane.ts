@@ -12,13 +12,21 @@ import {
 import { RegistryInstanceSource, registrationFromConfig } from './registry-instance-source.js';
 import type { Upstreams } from './upstream.js';
 
+export interface ManagementProviders {
+  load?: (id: string) => unknown;
+  circuit?: (id: string) => unknown;
+}
+
 /** The coordinator's registry, health prober and management API, wired together. */
 export interface ControlPlane {
   registry: Registry;
   health: HealthProber;
   source: RegistryInstanceSource;
-  /** Serves the management API on `management.port` (no-op when it is null); logs `listening` with `name: "management"`. */
-  startManagement(): Promise<ManagementServer | null>;
+  /**
+   * Serves the management API on `management.port` (no-op when it is null); logs `listening` with
+   * `name: "management"`. `load` and `circuit` fill the views' fields of the same names.
+   */
+  startManagement(providers?: ManagementProviders): Promise<ManagementServer | null>;
   close(): Promise<void>;
 }
 
@@ -80,7 +88,7 @@ export async function startControlPlane(
     registry,
     health: prober,
     source: instances,
-    async startManagement() {
+    async startManagement(providers = {}) {
       const m = config.management;
       if (m.port === null) return null;
       management = await startManagementServer({
@@ -88,8 +96,11 @@ export async function startControlPlane(
         health: prober,
         load: (id) => {
           const instance = instances.get(id);
-          return instance ? { in_flight_legs: instance.inFlight } : null;
+          if (!instance) return null;
+          const extra = providers.load?.(id);
+          return { in_flight_legs: instance.inFlight, ...(typeof extra === 'object' ? extra : {}) };
         },
+        ...(providers.circuit ? { circuit: providers.circuit } : {}),
         port: m.port,
         host: m.host,
         ...(m.adminToken !== undefined ? { adminToken: m.adminToken } : {}),

@@ -78,7 +78,10 @@ export async function startCoordinator(
   scheduling.start();
   let management;
   try {
-    management = await plane?.startManagement();
+    management = await plane?.startManagement({
+      load: (id) => scheduling.scheduler.loadTracker.get(id),
+      circuit: (id) => scheduling.scheduler.breakers.state(id),
+    });
   } catch (err) {
     await closeServer(server);
     await plane?.close();
