@@ -34,6 +34,9 @@ it('motor up starts a P/D cluster, serves the openai client, and stops every pro
     expect(completion.choices[0]?.message.content).toBeTruthy();
     expect(completion.usage?.completion_tokens).toBe(4);
     expect(lines.join('\n')).toContain('curl -N');
+    const dashboard = /Dashboard: (\S+)/.exec(lines.join('\n'))?.[1];
+    expect(dashboard).toBe(`${baseUrl.replace(/\/v1$/, '')}/dashboard`);
+    expect((await fetch(dashboard!)).headers.get('content-type')).toContain('text/html');
   } finally {
     up.kill('SIGINT');
   }

@@ -103,6 +103,7 @@ function banner(cluster: LocalCluster, model: string): string {
     `  curl -N ${baseUrl}/v1/chat/completions -H 'content-type: application/json' \\`,
     `    -d '${body}'`,
     '',
+    `Dashboard: ${baseUrl}/dashboard`,
     `Health: ${baseUrl}/health   Metrics: ${baseUrl}/metrics`,
     'Press Ctrl-C to stop everything.',
     '',
