@@ -3,6 +3,7 @@ import { createLogger } from '../common/logger.js';
 import { onShutdown } from '../common/shutdown.js';
 import { ConfigError, loadCoordinatorConfig, type ConfigFlags } from '../config/coordinator-config.js';
 import { startCoordinator } from '../coordinator/coordinator.js';
+import { RegistryError } from '../registry/instance-record.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -26,7 +27,16 @@ export function registerCoordinator(program: Command): void {
         process.exitCode = 2;
         return;
       }
-      const running = await startCoordinator(config, log);
+      let running;
+      try {
+        running = await startCoordinator(config, log);
+      } catch (err) {
+        // etcd unreachable, a static instance the registry refuses: one line, no stack
+        if (!(err instanceof RegistryError)) throw err;
+        console.error(`motor coordinator: ${err.message}`);
+        process.exitCode = 1;
+        return;
+      }
       onShutdown(() => running.close());
     });
 }
