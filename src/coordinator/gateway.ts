@@ -7,7 +7,12 @@ import { parseMetaserverKvFields } from '../engine-adapters/index.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { InstanceSource } from './instance-source.js';
 import { MotorError } from './motor-error.js';
-import { validateClientRequest, type ApiKind } from './request-validation.js';
+import {
+  MAX_JSON_DEPTH,
+  nestedDeeperThan,
+  validateClientRequest,
+  type ApiKind,
+} from './request-validation.js';
 import { topologyReport } from './route-selection.js';
 import type { SchedulingAdapter } from './scheduling-adapter.js';
 import type { TriggerRegistry } from './trigger-registry.js';
@@ -116,6 +121,14 @@ export function createGateway(deps: GatewayDeps): Server {
     const parsed = parseJson(buf);
     if (!parsed.ok) {
       renderError(res, new MotorError('invalid_request', parsed.message));
+      return null;
+    }
+    // JSON.parse accepts any depth, but re-serialising a very deep body overflows the stack (500).
+    if (nestedDeeperThan(parsed.value, MAX_JSON_DEPTH)) {
+      renderError(
+        res,
+        new MotorError('invalid_request', `request body is nested deeper than ${MAX_JSON_DEPTH} levels`),
+      );
       return null;
     }
     return { value: parsed.value };

@@ -24,6 +24,23 @@ export function forbiddenKey(key: string): boolean {
   );
 }
 
+/** Deepest JSON nesting a client body may have (OpenAI bodies, tool schemas included, stay far below). */
+export const MAX_JSON_DEPTH = 512;
+
+/** True when `value` nests arrays/objects deeper than `limit` (iterative: no recursion on hostile input). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 const invalid = (message: string, param: string | null = null): MotorError =>
   new MotorError('invalid_request', message, { param });
 
