@@ -307,7 +307,8 @@ class EngineProxy {
     const raw = await this.readOrRefuse(req, res);
     if (raw === null) return;
     const path = route === 'chat' ? '/v1/chat/completions' : '/v1/completions';
-    if (raw.indexOf('"_motor_') < 0) return this.passThrough(req, res, raw, path);
+    // A byte search is enough only without JSON escapes: `"\u005fmotor_dispatch"` is the same key.
+    if (raw.indexOf('"_motor_') < 0 && raw.indexOf('\\u') < 0) return this.passThrough(req, res, raw, path);
     const parsed = parseJson(raw);
     if (!parsed.ok) return sendError(res, 400, parsed.message);
     if (!isPlainObject(parsed.value)) return this.passThrough(req, res, raw, path);
