@@ -45,3 +45,13 @@ describe('tokens', () => {
     expect(withMin.words.length).toBe(10);
   });
 });
+
+describe('tokenize on hostile input', () => {
+  it('encodes a 300k-character run without blocking for seconds, and short text exactly as before', () => {
+    const t0 = performance.now();
+    const tokens = tokenize('x'.repeat(300_000) + ' tail');
+    expect(performance.now() - t0).toBeLessThan(20_000); // one-piece BPE takes minutes here (~1 s in pieces)
+    expect(tokens.length).toBeGreaterThan(300_000 / 256);
+    expect(tokenize('hello world')).toEqual(tokenize('hello').concat(tokenize(' world')));
+  });
+});

@@ -15,8 +15,35 @@ import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 
+/** BPE merges are quadratic in the length of one pre-token: a 60k-character run of `x` takes seconds. */
+const LONG_RUN = /\S{256,}/g;
+const HAS_LONG_RUN = /\S{256}/;
+const RUN_CHUNK = 256;
+
+/**
+ * cl100k tokens of `text`. Runs of more than 256 non-space characters are encoded in 256-character
+ * pieces (token boundaries at the cuts may differ from one-piece BPE), so hostile prompts cannot
+ * block the event loop; ordinary text is encoded in one piece, exactly as before.
+ */
 export function tokenize(text: string): number[] {
-  return encode(text, NO_SPECIAL);
+  if (!HAS_LONG_RUN.test(text)) return encode(text, NO_SPECIAL);
+  const out: number[] = [];
+  const append = (piece: string): void => {
+    for (const t of encode(piece, NO_SPECIAL)) out.push(t);
+  };
+  let last = 0;
+  for (const m of text.matchAll(LONG_RUN)) {
+    const runEnd = m.index + m[0].length;
+    let i = m.index + RUN_CHUNK;
+    append(text.slice(last, i));
+    while (runEnd - i > RUN_CHUNK) {
+      append(text.slice(i, i + RUN_CHUNK));
+      i += RUN_CHUNK;
+    }
+    last = i;
+  }
+  append(text.slice(last));
+  return out;
 }
 
 export interface ChatMessageLike {
