@@ -43,6 +43,14 @@ export class Recorder {
       if (r.text.length > 0) {
         const parsed = parseJsonPreservingRoom(r.text);
         body = parsed.ok ? parsed.value : r.text;
+        // A body nested too deeply to re-serialise (stack overflow) is listed as its raw text.
+        if (parsed.ok && typeof body === 'object' && body !== null) {
+          try {
+            JSON.stringify(body);
+          } catch {
+            body = r.text;
+          }
+        }
       }
       return { method: r.method, path: r.path, headers: r.headers, body, received_at_ms: r.at };
     });
