@@ -1,0 +1,380 @@
+/**
+ * What Motor costs on top of an engine, in one run (docs/BENCHMARKS.md "Overhead"):
+ *   (a) `motor sim` directly, (b) Motor single-instance (coordinator → union sim, direct mode),
+ *   (c) Motor P/D handoff (coordinator → prefill sim + decode sim), (d) nginx `proxy_pass` to the
+ *   same sim (the floor any proxy pays; skipped with a message when nginx is not installed).
+ * All sims run with `--time-scale 0`, so model time is zero and every difference is proxy cost.
+ *
+ * 1. Added latency per request: sequential requests (concurrency 1), targets alternating round by
+ *    round; p50/p99 over all samples, minus direct. Non-stream and stream.
+ * 2. Max throughput with wrk (servers pinned to core 0, wrk to core 1 with taskset): non-stream, and
+ *    streaming with 1,000 concurrent streams.
+ * 3. Memory of N concurrent idle streams through the coordinator (sim with a 10-minute ITL: the
+ *    first token arrives, then the stream idles): coordinator RSS before and with N open.
+ *
+ * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
+ *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--duration 10] [--idle-streams 9900]
+ *   (the npm script builds first; or: npx tsx bench/overhead.ts …)
+ * Folds in the former bench/coordinator-overhead.ts (its sequential latency comparison is step 1).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { stringify } from 'yaml';
+import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '5' },
+    requests: { type: 'string', default: '200' },
+    'max-tokens': { type: 'string', default: '16' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '64' },
+    streams: { type: 'string', default: '1000' },
+    // 2 fds per stream in the coordinator; the default stays under a 20,000 open-files limit
+    'idle-streams': { type: 'string', default: '9900' },
+    json: { type: 'string' },
+  },
+});
+const rounds = Number(values.rounds);
+const requests = Number(values.requests);
+const maxTokens = Number(values['max-tokens']);
+const durationS = Number(values.duration);
+const connections = Number(values.connections);
+const streams = Number(values.streams);
+const idleStreams = Number(values['idle-streams']);
+const MODEL = 'motor-sim-7b';
+
+const which = (bin: string): string | null => {
+  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin']))
+    if (existsSync(join(dir, bin))) return join(dir, bin);
+  return null;
+};
+const NGINX = which('nginx');
+const WRK = which('wrk');
+const TASKSET = which('taskset');
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+};
+const body = (stream: boolean): string =>
+  JSON.stringify({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'How much latency does a coordinator add per request?' }],
+    max_tokens: maxTokens,
+    stream,
+  });
+
+const cleanups: Array<() => Promise<void>> = [];
+const dir = await mkdtemp(join(tmpdir(), 'motor-overhead-'));
+cleanups.push(() => rm(dir, { recursive: true, force: true }));
+
+async function motor(args: string[]): Promise<MotorChild> {
+  const c = await spawnMotor(args, { timeoutMs: 60_000 });
+  cleanups.push(() => c.stop());
+  return c;
+}
+const sim = (role: string, extra: string[] = []): Promise<MotorChild> =>
+  motor([
+    'sim',
+    '--port',
+    '0',
+    '--role',
+    role,
+    '--time-scale',
+    '0',
+    '--record-max',
+    '0',
+    '--ledger-max',
+    '0',
+    ...extra,
+  ]);
+async function coordinator(name: string, config: Record<string, unknown>): Promise<MotorChild> {
+  const file = join(dir, `${name}.yaml`);
+  await writeFile(file, stringify({ server: { port: 0 }, ...config }));
+  return motor(['coordinator', '--config', file]);
+}
+const pin = (pid: number | undefined, cpus: string): void => {
+  if (TASKSET && pid) execFileSync(TASKSET, ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
+};
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startNginx(upstream: string): Promise<{ url: string; proc: ChildProcess } | null> {
+  if (!NGINX) return null;
+  const port = await freePort();
+  const u = new URL(upstream);
+  const conf = join(dir, 'nginx.conf');
+  await writeFile(
+    conf,
+    `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/nginx-error.log warn;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream sim { server ${u.host}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://sim;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+  );
+  const proc = spawn(NGINX, ['-p', dir, '-c', conf, '-g', 'daemon off;'], { stdio: 'ignore' });
+  cleanups.push(async () => {
+    proc.kill('SIGTERM');
+    await new Promise((r) => (proc.exitCode !== null ? r(null) : proc.once('exit', r)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      const p = new Pool(url);
+      const r = await p.request({ method: 'GET', path: '/health' });
+      await r.body.text();
+      await p.close();
+      return { url, proc };
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error('nginx did not start');
+}
+
+async function one(pool: Pool, stream: boolean): Promise<number> {
+  const t0 = performance.now();
+  const res = await pool.request({
+    method: 'POST',
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json' },
+    body: body(stream),
+  });
+  const text = await res.body.text();
+  const ms = performance.now() - t0;
+  if (res.statusCode !== 200 || (stream && !text.endsWith('data: [DONE]\n\n')))
+    throw new Error(`unexpected answer ${res.statusCode}: ${text.slice(0, 200)}`);
+  return ms;
+}
+
+/** wrk against `url` for `durationS`; returns requests/s and latency p50/p99 (ms). */
+async function wrk(
+  url: string,
+  stream: boolean,
+  conns: number,
+): Promise<{ rps: number; p50: number; p99: number }> {
+  const script = join(dir, `wrk-${stream}.lua`);
+  await writeFile(
+    script,
+    `wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nwrk.body = [[${body(stream)}]]\n` +
+      `done = function(summary, latency, requests)\n` +
+      `  io.write(string.format("MOTOR %d %d %f %f %f\\n", summary.requests, summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.duration, latency:percentile(50), latency:percentile(99)))\n` +
+      `end\n`,
+  );
+  const args = [
+    '-t',
+    '1',
+    '-c',
+    String(conns),
+    '-d',
+    `${durationS}s`,
+    '--timeout',
+    '30s',
+    '-s',
+    script,
+    `${url}/v1/chat/completions`,
+  ];
+  const out = TASKSET
+    ? execFileSync(TASKSET, ['-c', '1', WRK!, ...args], { encoding: 'utf8' })
+    : execFileSync(WRK!, args, { encoding: 'utf8' });
+  const m = /MOTOR (\d+) (\d+) ([\d.]+) ([\d.]+) ([\d.]+)/.exec(out);
+  if (!m) throw new Error(`wrk output not understood:\n${out}`);
+  const [n, errors, durUs, p50Us, p99Us] = m.slice(1).map(Number) as [number, number, number, number, number];
+  if (errors > 0) console.log(`  (wrk: ${errors} errors against ${url})`);
+  return { rps: n / (durUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000 };
+}
+
+const rssKiB = async (pid: number): Promise<number> =>
+  Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]);
+
+const report: Record<string, unknown> = {
+  when: new Date().toISOString(),
+  rounds,
+  requests,
+  maxTokens,
+  durationS,
+};
+try {
+  const NIXL = { kv_connector: 'NixlConnector' };
+  const [union, pre, dec] = await Promise.all([
+    sim('union', ['--max-num-seqs', '20000']),
+    sim('prefill', ['--max-num-seqs', '20000']),
+    sim('decode', ['--max-num-seqs', '20000']),
+  ]);
+  const [single, pd] = await Promise.all([
+    coordinator('single', {
+      instances: [{ url: union.url, role: 'union', mode: 'direct', models: [MODEL] }],
+      upstream: { connectionsPerInstance: 2048 },
+    }),
+    coordinator('pd', {
+      instances: [
+        { id: 'P', url: pre.url, role: 'prefill', mode: 'direct', models: [MODEL], kvTransferConfig: NIXL },
+        { id: 'D', url: dec.url, role: 'decode', mode: 'direct', models: [MODEL], kvTransferConfig: NIXL },
+      ],
+      upstream: { connectionsPerInstance: 2048 },
+    }),
+  ]);
+  const nginx = await startNginx(union.url);
+  if (!nginx) console.log('nginx not found: skipping (d). Install it with `apt-get install -y nginx`.');
+  const targets: Array<[string, string]> = [
+    ['direct', union.url],
+    ['motor-single', single.url],
+    ['motor-pd', pd.url],
+    ...(nginx ? ([['nginx', nginx.url]] as Array<[string, string]>) : []),
+  ];
+
+  // 1. added latency (sequential; alternating rounds)
+  const pools = new Map(targets.map(([n, u]) => [n, new Pool(u, { connections: 1 })]));
+  cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
+  for (let i = 0; i < 200; i++) for (const p of pools.values()) await one(p, i % 2 === 0);
+  const latency: Record<
+    string,
+    Record<string, { p50: number; p99: number; addedP50: number; addedP99: number }>
+  > = {};
+  for (const stream of [false, true]) {
+    const samples = new Map(targets.map(([n]) => [n, [] as number[]]));
+    for (let r = 0; r < rounds; r++)
+      for (const [n] of targets)
+        for (let i = 0; i < requests; i++) samples.get(n)!.push(await one(pools.get(n)!, stream));
+    const d = samples.get('direct')!;
+    const mode = stream ? 'stream' : 'non-stream';
+    latency[mode] = {};
+    for (const [n] of targets) {
+      const s = samples.get(n)!;
+      latency[mode][n] = {
+        p50: pct(s, 50),
+        p99: pct(s, 99),
+        addedP50: pct(s, 50) - pct(d, 50),
+        addedP99: pct(s, 99) - pct(d, 99),
+      };
+    }
+  }
+  report.latency = latency;
+  console.log(
+    `\nadded latency (sequential, ${rounds}×${requests} per target and mode, max_tokens ${maxTokens}), ms`,
+  );
+  console.log('mode        target        p50      p99   added p50  added p99');
+  for (const [mode, rows] of Object.entries(latency))
+    for (const [n, v] of Object.entries(rows))
+      console.log(
+        `${mode.padEnd(11)} ${n.padEnd(12)} ${v.p50.toFixed(3).padStart(7)} ${v.p99.toFixed(3).padStart(8)} ${v.addedP50.toFixed(3).padStart(10)} ${v.addedP99.toFixed(3).padStart(10)}`,
+      );
+
+  // 2. throughput (servers on core 0, wrk on core 1)
+  if (!WRK) console.log('\nwrk not found: skipping throughput. Install it with `apt-get install -y wrk`.');
+  else {
+    for (const c of [union, pre, dec, single, pd]) pin(c.child.pid, '0');
+    pin(nginx?.proc.pid, '0');
+    if (nginx)
+      execFileSync('sh', [
+        '-c',
+        `for p in $(pgrep -P ${nginx.proc.pid}); do taskset -a -cp 0 $p >/dev/null; done`,
+      ]);
+    const tput: Record<string, Record<string, { rps: number; p50: number; p99: number }>> = {};
+    for (const [mode, stream, conns] of [
+      ['non-stream', false, connections],
+      [`stream (${streams} concurrent)`, true, streams],
+    ] as Array<[string, boolean, number]>) {
+      tput[mode] = {};
+      for (const [n, u] of targets) tput[mode][n] = await wrk(u, stream, conns);
+    }
+    report.throughput = tput;
+    console.log(
+      `\nthroughput (wrk -t1, ${durationS} s, servers pinned to core 0, wrk to core 1${TASKSET ? '' : ' — taskset missing, not pinned'})`,
+    );
+    console.log('mode                          target        req/s    p50 ms    p99 ms');
+    for (const [mode, rows] of Object.entries(tput))
+      for (const [n, v] of Object.entries(rows))
+        console.log(
+          `${mode.padEnd(29)} ${n.padEnd(12)} ${v.rps.toFixed(0).padStart(7)} ${v.p50.toFixed(2).padStart(9)} ${v.p99.toFixed(2).padStart(9)}`,
+        );
+    if (nginx) {
+      for (const mode of Object.keys(tput))
+        console.log(
+          `${mode}: motor-single / nginx = ${((100 * tput[mode]!['motor-single']!.rps) / tput[mode]!.nginx!.rps).toFixed(0)} %`,
+        );
+    }
+    for (const c of [union, pre, dec, single, pd]) pin(c.child.pid, '0,1');
+  }
+
+  // 3. memory of idle streams through the coordinator
+  const idleSim = await sim('union', ['--itl-ms', '600000', '--max-num-seqs', String(idleStreams + 100)]);
+  const idleCoord = await coordinator('idle', {
+    instances: [{ url: idleSim.url, role: 'union', mode: 'direct', models: [MODEL] }],
+    upstream: { connectionsPerInstance: idleStreams + 100 },
+    timeouts: { idleMs: 0, firstTokenMs: 0, totalMs: 0 },
+  });
+  const idlePool = new Pool(idleCoord.url, { connections: idleStreams, pipelining: 1 });
+  cleanups.push(() => idlePool.destroy());
+  for (let i = 0; i < 50; i++) await one(new Pool(idleCoord.url), false).catch(() => 0);
+  const before = await rssKiB(idleCoord.child.pid!);
+  const ctl = new AbortController();
+  let open = 0;
+  const bodies: Array<Promise<unknown>> = [];
+  const t0 = performance.now();
+  for (let i = 0; i < idleStreams; i++) {
+    bodies.push(
+      idlePool
+        .request({
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json' },
+          body: body(true).replace(`"max_tokens":${maxTokens}`, '"max_tokens":4'),
+          signal: ctl.signal,
+        })
+        .then((res) => {
+          if (res.statusCode === 200) open++;
+          res.body.on('error', () => undefined);
+          res.body.resume();
+        })
+        .catch(() => undefined),
+    );
+  }
+  while (open < idleStreams && performance.now() - t0 < 300_000) await new Promise((r) => setTimeout(r, 500));
+  await new Promise((r) => setTimeout(r, 2_000));
+  const during = await rssKiB(idleCoord.child.pid!);
+  ctl.abort();
+  await Promise.all(bodies);
+  report.idleStreams = {
+    requested: idleStreams,
+    open,
+    rssBeforeMiB: before / 1024,
+    rssWithMiB: during / 1024,
+  };
+  console.log(
+    `\nidle streams through the coordinator: ${open}/${idleStreams} open; coordinator RSS ${(before / 1024).toFixed(0)} MiB idle → ` +
+      `${(during / 1024).toFixed(0)} MiB with the streams open (${((during - before) / Math.max(1, open)).toFixed(1)} KiB per stream)`,
+  );
+  if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2));
+} finally {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+}
