@@ -1,7 +1,11 @@
 import { dispatchPlanUnion, type DispatchPlan } from '../protocol/index.js';
 import type { Instance } from './instance-source.js';
 import { MotorError } from './motor-error.js';
-import type { Scheduler } from './scheduler.js';
+
+/** Picks one instance among compatible candidates (only the `/ready` topology check uses this module's routing now). */
+interface Scheduler {
+  pick(candidates: readonly Instance[], role: 'prefill' | 'decode' | 'single'): Instance;
+}
 
 export type PdFlow = 'handoff' | 'trigger' | 'bootstrap';
 
@@ -30,36 +34,10 @@ const list = (plans: Iterable<string>): string => {
 };
 
 /**
- * Picks the route of one attempt (conformance 12–16): a P/D pair sharing a plan, else a union
- * instance, else (when `fallbackToSingle`) a degraded single-instance dispatch. Fails closed with a
- * 503 naming the missing capability. Instances in `exclude` (just failed) are avoided when another
- * route exists. Cost: O(instances) plus the scheduler's picks.
+ * Static route check of a (sub)fleet for `/ready` (conformance 12–16 shape): a P/D pair sharing a plan,
+ * else a union instance, else (when `fallbackToSingle`) degraded single; throws a 503 naming the
+ * missing capability. Request routing itself is the scheduling library's (`scheduling-adapter.ts`).
  */
-export function selectRoute(
-  instances: readonly Instance[],
-  model: string,
-  scheduler: Scheduler,
-  opts: RouteOptions,
-  exclude: ReadonlySet<string> = new Set(),
-): Route {
-  const serving = instances.filter((i) => servesModel(i, model));
-  if (serving.length === 0) {
-    throw new MotorError('model_not_found', `The model '${model}' does not exist or no instance serves it`, {
-      param: 'model',
-    });
-  }
-  if (exclude.size > 0) {
-    const rest = serving.filter((i) => !exclude.has(i.id));
-    try {
-      return routeAmong(rest, model, scheduler, opts);
-    } catch (err) {
-      if (!(err instanceof MotorError)) throw err;
-      // only the failed instances can serve: try them again rather than failing the request
-    }
-  }
-  return routeAmong(serving, model, scheduler, opts);
-}
-
 function routeAmong(
   serving: readonly Instance[],
   model: string,

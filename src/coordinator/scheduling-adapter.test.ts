@@ -180,3 +180,65 @@ describe('parseEngineMetrics', () => {
     expect(parseEngineMetrics('motor_proxy_stops_total 1', 1)).toBeNull();
   });
 });
+
+describe('route selection through the scheduler (conformance 12–16)', () => {
+  const T = { dispatchProfile: 'trigger' };
+  const S = { engine: 'sglang' };
+  const N = {};
+  const fleet = (...specs: Array<[string, Record<string, unknown>]>) =>
+    specs.map(([role, extra], i) => ({ id: `${role[0]}${i}`, url: `http://h${i}:1`, role, ...extra }));
+  const route = (specs: Record<string, unknown>[], fallbackToSingle: boolean): string => {
+    const config = validateCoordinatorConfig({
+      instances: specs,
+      dispatch: { fallbackToSingle },
+      scheduling: { seed: 1 },
+    });
+    const source = new StaticInstanceSource(config.instances);
+    const upstreams = new Upstreams({ connectionsPerInstance: 1, keepAliveMs: 1000, connectMs: 1000 });
+    const adapter = new SchedulingAdapter(config.scheduling, {
+      source,
+      upstreams,
+      log: createLogger('test', 'silent'),
+    });
+    try {
+      const { route: r } = adapter.select(source.routable(), adapter.requestFor(chat('q'), {}), new Set());
+      return r.kind === 'pd'
+        ? `pd ${r.flow} ${r.prefill.id}->${r.decode.id}`
+        : `single ${r.instance.id}${r.degraded ? ' degraded' : ''}`;
+    } catch (err) {
+      if (err instanceof MotorError) return `${err.status} ${err.message}`;
+      throw err;
+    }
+  };
+  it.each<[string, Record<string, unknown>[], boolean, string]>([
+    ['12 P+D handoff', fleet(['prefill', H], ['decode', H]), false, 'pd handoff p0->d1'],
+    ['12 P+D trigger', fleet(['prefill', T], ['decode', T]), false, 'pd trigger p0->d1'],
+    ['12 P+D sglang bootstrap', fleet(['prefill', S], ['decode', S]), false, 'pd bootstrap p0->d1'],
+    ['13 only U', fleet(['union', N]), false, 'single u0'],
+    ['14 no shared plan, no U', fleet(['prefill', H], ['decode', T]), true, '503 no route'],
+    ['14 no shared plan, U, fallback', fleet(['prefill', H], ['decode', T], ['union', N]), true, 'single u2'],
+    ['14 no shared plan, U, no fallback', fleet(['prefill', H], ['decode', T], ['union', N]), false, '503'],
+    [
+      '14 unknown profile fails closed',
+      fleet(['prefill', N], ['decode', H]),
+      false,
+      'prefill instances advertise no dispatch plan',
+    ],
+    ['15 only P, fallback', fleet(['prefill', H]), true, 'single p0 degraded'],
+    ['15 only P, no fallback', fleet(['prefill', H]), false, '503 no route'],
+    [
+      '16 mixed fleet pairs compatibly',
+      fleet(['prefill', H], ['decode', T], ['prefill', T]),
+      false,
+      'pd trigger p2->d1',
+    ],
+    [
+      '16 mixed fleet pairs compatibly (2)',
+      fleet(['prefill', T], ['decode', H], ['decode', N], ['prefill', H]),
+      false,
+      'pd handoff p3->d1',
+    ],
+  ])('%s', (_name, specs, fallback, expected) => {
+    for (let i = 0; i < 5; i++) expect(route(specs, fallback)).toContain(expected);
+  });
+});
