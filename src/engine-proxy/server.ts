@@ -270,6 +270,12 @@ class EngineProxy {
     body: Buffer | undefined,
     path: string,
   ): Promise<void> {
+    // Only origin-form targets are forwarded: `*`, absolute-form (`http://host/...`) and `//host/...`
+    // would be an upstream client error (502) or a request aimed elsewhere.
+    const target = req.url ?? '/';
+    if (target[0] !== '/' || target[1] === '/') {
+      return sendError(res, 400, 'request target must be an absolute path (origin-form)');
+    }
     this.metrics.passThrough.inc({ route: path });
     const ctl = new AbortController();
     res.once('close', () => {
@@ -279,7 +285,7 @@ class EngineProxy {
     try {
       up = await this.engine.request({
         method: (req.method ?? 'GET') as 'GET' | 'POST',
-        path: req.url ?? '/',
+        path: target,
         headers: forwardableRequestHeaders(req.headers),
         body,
         signal: ctl.signal,
