@@ -69,7 +69,7 @@ beforeAll(async () => {
         admission: {
           maxConcurrent: 1,
           maxQueue: 1,
-          queueTimeoutMs: 500,
+          queueTimeoutMs: 2000,
           retryAfterSeconds: 7,
           rateLimit: { ratePerSecond: 0.01, burst: 1 },
         },
@@ -134,25 +134,37 @@ describe('circuit breaker (31)', () => {
       const r = await ask(coord, `warm ${i}`);
       expect(r.choices[0]!.message.content!.length).toBeGreaterThan(0);
     }
-    expect(transitions(coord, 'P0')).toEqual(['closed>open']);
-    // Open: P0 gets nothing, every request lands on P1.
+    await eventually(async () => expect(transitions(coord, 'P0')[0]).toBe('closed>open'));
+    // Open: every request lands on P1. P0 gets nothing but the one probe of each half-open period (only
+    // if this phase outlasts openMs on a slow machine), and each such probe fails and re-opens.
     const before = (await recorded(P[1]!)).length;
     for (let i = 0; i < 4; i++) await ask(coord, `open ${i}`);
-    expect(await recorded(P[0]!)).toHaveLength(2);
-    expect((await recorded(P[1]!)).length - before).toBe(4);
+    expect((await recorded(P[1]!)).length - before).toBeGreaterThanOrEqual(4);
+    await eventually(async () => {
+      const t = transitions(coord, 'P0');
+      const probes = t.filter((x) => x === 'open>half_open').length;
+      expect(await recorded(P[0]!)).toHaveLength(2 + probes);
+      expect(t).toEqual(
+        ['closed>open', ...Array<string>(probes).fill('open>half_open,half_open>open')].join().split(','),
+      );
+    });
 
     // After openMs: one probe; P0 still fails → open again (the request itself succeeds on P1).
     await sleep(OPEN_MS + 100);
-    for (let i = 0; (await recorded(P[0]!)).length < 3; i++) {
+    const probed = (await recorded(P[0]!)).length;
+    for (let i = 0; (await recorded(P[0]!)).length === probed; i++) {
       expect(i).toBeLessThan(10);
       await ask(coord, `probe ${i}`);
     }
-    expect(transitions(coord, 'P0')).toEqual(['closed>open', 'open>half_open', 'half_open>open']);
+    await eventually(async () =>
+      expect(transitions(coord, 'P0').slice(-2)).toEqual(['open>half_open', 'half_open>open']),
+    );
 
     // Fixed: the next probe succeeds and closes the circuit; P0 takes work again.
     await http(P[0]!.url, 'DELETE', '/debug/faults');
     await sleep(OPEN_MS + 100);
-    for (let i = 0; (await recorded(P[0]!)).length < 4; i++) {
+    const fixed = (await recorded(P[0]!)).length;
+    for (let i = 0; (await recorded(P[0]!)).length === fixed; i++) {
       expect(i).toBeLessThan(10);
       await ask(coord, `heal ${i}`);
     }
@@ -178,7 +190,6 @@ describe('admission', () => {
       )
       .catch((e: unknown) => e);
     await eventually(async () => expect((await recorded(D[0]!)).length).toBe(1), 20_000);
-    // One of the two waits in the queue and times out; the other finds the queue full.
     const [a, b] = await Promise.all(
       ['k1', 'k2'].map((key) =>
         rawPost(
@@ -194,9 +205,11 @@ describe('admission', () => {
       expect(r.headers['retry-after']).toBe('7');
       expect(r.json.error.code).toBe('overloaded');
     }
-    expect([a!.json.error.message, b!.json.error.message].sort().join(' | ')).toMatch(
-      /no capacity within 500 ms \| server overloaded: 1 requests running, queue full/,
-    );
+    // Usually one finds the queue full and the other times out in it (both if they arrive > 2 s apart).
+    for (const r of [a!, b!])
+      expect(r.json.error.message).toMatch(
+        /^(no capacity within 2000 ms|server overloaded: 1 requests running, queue full)$/,
+      );
     expect(await recorded(P[0]!)).toHaveLength(1); // neither reached an engine
 
     // Free the slot: the client of the held request goes away (its legs are aborted).
