@@ -68,15 +68,20 @@ export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImme
  * deadline is ≥ 1 ms ahead, so sub-millisecond steps still average out to the right rate.
  */
 export class Pacer {
-  private deadline = performance.now();
+  private deadline: number;
+
+  /** `now` is injectable so tests do not depend on how fast the machine runs them. */
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.deadline = now();
+  }
 
   /** Returns the number of ms to sleep now (0 = continue at once). */
   advance(stepMs: number): number {
     if (stepMs <= 0) return 0;
     this.deadline += stepMs;
-    const ahead = this.deadline - performance.now();
+    const ahead = this.deadline - this.now();
     if (ahead < 1) {
-      if (ahead < -50) this.deadline = performance.now(); // fell far behind: do not burst
+      if (ahead < -50) this.deadline = this.now(); // fell far behind: do not burst
       return 0;
     }
     return ahead;
