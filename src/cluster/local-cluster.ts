@@ -57,7 +57,8 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
     await rm(dir, { recursive: true, force: true });
   };
   const started = async (what: string, args: string[]): Promise<MotorChild> => {
-    const child = await spawnMotor(args);
+    // Generous: a loaded machine (or a cold cache) can take many seconds to start a Node process.
+    const child = await spawnMotor(args, { timeoutMs: 60_000 });
     children.push(child);
     opts.onStarted?.(what, child.url);
     return child;

@@ -26,6 +26,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   .card .label { color:var(--dim); font-size:12px; text-transform:uppercase; letter-spacing:.6px; }
   .card .value { font-size:24px; font-weight:600; margin-top:4px; font-variant-numeric: tabular-nums; }
   .card .value small { font-size:12px; color:var(--dim); font-weight:400; }
+  .card .value.pct { font-size:17px; margin-top:9px; }
   section { padding:12px 14px; }
   section h2 { margin:0 0 10px; font-size:14px; color:var(--dim); text-transform:uppercase; letter-spacing:.6px; }
   table { width:100%; border-collapse:collapse; font-variant-numeric: tabular-nums; }
@@ -61,8 +62,8 @@ export const DASHBOARD_HTML = `<!doctype html>
     <div class="card"><div class="label">In flight</div><div class="value" id="inflight">–</div></div>
     <div class="card"><div class="label">Requests served</div><div class="value" id="total">–</div></div>
     <div class="card"><div class="label">Errors (1 min)</div><div class="value" id="errors">–</div></div>
-    <div class="card"><div class="label">TTFT p50 / p90 / p99</div><div class="value" id="ttft">–</div></div>
-    <div class="card"><div class="label">E2E p50 / p90 / p99</div><div class="value" id="e2e">–</div></div>
+    <div class="card"><div class="label">TTFT p50 / p90 / p99</div><div class="value pct" id="ttft">–</div></div>
+    <div class="card"><div class="label">E2E p50 / p90 / p99</div><div class="value pct" id="e2e">–</div></div>
   </div>
   <div class="grid2">
     <section>
