@@ -14,6 +14,7 @@
  *
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
  *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--duration 10] [--idle-streams 9900]
+ *     [--phases latency,throughput,idle] [--json report.json]
  *   (the npm script builds first; or: npx tsx bench/overhead.ts …)
  * Folds in the former bench/coordinator-overhead.ts (its sequential latency comparison is step 1).
  */
@@ -39,8 +40,10 @@ const { values } = parseArgs({
     // 2 fds per stream in the coordinator; the default stays under a 20,000 open-files limit
     'idle-streams': { type: 'string', default: '9900' },
     json: { type: 'string' },
+    phases: { type: 'string', default: 'latency,throughput,idle' },
   },
 });
+const phases = new Set(values.phases.split(','));
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
 const maxTokens = Number(values['max-tokens']);
@@ -234,6 +237,7 @@ try {
     coordinator('single', {
       instances: [{ url: union.url, role: 'union', mode: 'direct', models: [MODEL] }],
       upstream: { connectionsPerInstance: 2048 },
+      scheduling: { admission: { maxConcurrent: 4096 } },
     }),
     coordinator('pd', {
       instances: [
@@ -241,6 +245,7 @@ try {
         { id: 'D', url: dec.url, role: 'decode', mode: 'direct', models: [MODEL], kvTransferConfig: NIXL },
       ],
       upstream: { connectionsPerInstance: 2048 },
+      scheduling: { admission: { maxConcurrent: 4096 } },
     }),
   ]);
   const nginx = await startNginx(union.url);
@@ -253,44 +258,49 @@ try {
   ];
 
   // 1. added latency (sequential; alternating rounds)
-  const pools = new Map(targets.map(([n, u]) => [n, new Pool(u, { connections: 1 })]));
-  cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
-  for (let i = 0; i < 200; i++) for (const p of pools.values()) await one(p, i % 2 === 0);
-  const latency: Record<
-    string,
-    Record<string, { p50: number; p99: number; addedP50: number; addedP99: number }>
-  > = {};
-  for (const stream of [false, true]) {
-    const samples = new Map(targets.map(([n]) => [n, [] as number[]]));
-    for (let r = 0; r < rounds; r++)
-      for (const [n] of targets)
-        for (let i = 0; i < requests; i++) samples.get(n)!.push(await one(pools.get(n)!, stream));
-    const d = samples.get('direct')!;
-    const mode = stream ? 'stream' : 'non-stream';
-    latency[mode] = {};
-    for (const [n] of targets) {
-      const s = samples.get(n)!;
-      latency[mode][n] = {
-        p50: pct(s, 50),
-        p99: pct(s, 99),
-        addedP50: pct(s, 50) - pct(d, 50),
-        addedP99: pct(s, 99) - pct(d, 99),
-      };
+  if (phases.has('latency')) {
+    const pools = new Map(targets.map(([n, u]) => [n, new Pool(u, { connections: 1 })]));
+    cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
+    for (let i = 0; i < 200; i++) for (const p of pools.values()) await one(p, i % 2 === 0);
+    const latency: Record<
+      string,
+      Record<string, { p50: number; p99: number; addedP50: number; addedP99: number }>
+    > = {};
+    for (const stream of [false, true]) {
+      const samples = new Map(targets.map(([n]) => [n, [] as number[]]));
+      for (let r = 0; r < rounds; r++)
+        for (const [n] of targets)
+          for (let i = 0; i < requests; i++) samples.get(n)!.push(await one(pools.get(n)!, stream));
+      const d = samples.get('direct')!;
+      const mode = stream ? 'stream' : 'non-stream';
+      latency[mode] = {};
+      for (const [n] of targets) {
+        const s = samples.get(n)!;
+        latency[mode][n] = {
+          p50: pct(s, 50),
+          p99: pct(s, 99),
+          addedP50: pct(s, 50) - pct(d, 50),
+          addedP99: pct(s, 99) - pct(d, 99),
+        };
+      }
     }
+    report.latency = latency;
+    console.log(
+      `\nadded latency (sequential, ${rounds}×${requests} per target and mode, max_tokens ${maxTokens}), ms`,
+    );
+    console.log('mode        target        p50      p99   added p50  added p99');
+    for (const [mode, rows] of Object.entries(latency))
+      for (const [n, v] of Object.entries(rows))
+        console.log(
+          `${mode.padEnd(11)} ${n.padEnd(12)} ${v.p50.toFixed(3).padStart(7)} ${v.p99.toFixed(3).padStart(8)} ${v.addedP50.toFixed(3).padStart(10)} ${v.addedP99.toFixed(3).padStart(10)}`,
+        );
   }
-  report.latency = latency;
-  console.log(
-    `\nadded latency (sequential, ${rounds}×${requests} per target and mode, max_tokens ${maxTokens}), ms`,
-  );
-  console.log('mode        target        p50      p99   added p50  added p99');
-  for (const [mode, rows] of Object.entries(latency))
-    for (const [n, v] of Object.entries(rows))
-      console.log(
-        `${mode.padEnd(11)} ${n.padEnd(12)} ${v.p50.toFixed(3).padStart(7)} ${v.p99.toFixed(3).padStart(8)} ${v.addedP50.toFixed(3).padStart(10)} ${v.addedP99.toFixed(3).padStart(10)}`,
-      );
 
   // 2. throughput (servers on core 0, wrk on core 1)
-  if (!WRK) console.log('\nwrk not found: skipping throughput. Install it with `apt-get install -y wrk`.');
+  if (!phases.has('throughput')) {
+    // skipped
+  } else if (!WRK)
+    console.log('\nwrk not found: skipping throughput. Install it with `apt-get install -y wrk`.');
   else {
     for (const c of [union, pre, dec, single, pd]) pin(c.child.pid, '0');
     pin(nginx?.proc.pid, '0');
@@ -327,53 +337,57 @@ try {
   }
 
   // 3. memory of idle streams through the coordinator
-  const idleSim = await sim('union', ['--itl-ms', '600000', '--max-num-seqs', String(idleStreams + 100)]);
-  const idleCoord = await coordinator('idle', {
-    instances: [{ url: idleSim.url, role: 'union', mode: 'direct', models: [MODEL] }],
-    upstream: { connectionsPerInstance: idleStreams + 100 },
-    timeouts: { idleMs: 0, firstTokenMs: 0, totalMs: 0 },
-  });
-  const idlePool = new Pool(idleCoord.url, { connections: idleStreams, pipelining: 1 });
-  cleanups.push(() => idlePool.destroy());
-  for (let i = 0; i < 50; i++) await one(new Pool(idleCoord.url), false).catch(() => 0);
-  const before = await rssKiB(idleCoord.child.pid!);
-  const ctl = new AbortController();
-  let open = 0;
-  const bodies: Array<Promise<unknown>> = [];
-  const t0 = performance.now();
-  for (let i = 0; i < idleStreams; i++) {
-    bodies.push(
-      idlePool
-        .request({
-          method: 'POST',
-          path: '/v1/chat/completions',
-          headers: { 'content-type': 'application/json' },
-          body: body(true).replace(`"max_tokens":${maxTokens}`, '"max_tokens":4'),
-          signal: ctl.signal,
-        })
-        .then((res) => {
-          if (res.statusCode === 200) open++;
-          res.body.on('error', () => undefined);
-          res.body.resume();
-        })
-        .catch(() => undefined),
+  if (phases.has('idle')) {
+    const idleSim = await sim('union', ['--itl-ms', '600000', '--max-num-seqs', String(idleStreams + 100)]);
+    const idleCoord = await coordinator('idle', {
+      instances: [{ url: idleSim.url, role: 'union', mode: 'direct', models: [MODEL] }],
+      upstream: { connectionsPerInstance: idleStreams + 100 },
+      timeouts: { idleMs: 0, firstTokenMs: 0, totalMs: 0 },
+      scheduling: { admission: { maxConcurrent: idleStreams + 100, maxQueue: 0 } },
+    });
+    const idlePool = new Pool(idleCoord.url, { connections: idleStreams, pipelining: 1 });
+    cleanups.push(() => idlePool.destroy());
+    for (let i = 0; i < 50; i++) await one(new Pool(idleCoord.url), false).catch(() => 0);
+    const before = await rssKiB(idleCoord.child.pid!);
+    const ctl = new AbortController();
+    let open = 0;
+    const bodies: Array<Promise<unknown>> = [];
+    const t0 = performance.now();
+    for (let i = 0; i < idleStreams; i++) {
+      bodies.push(
+        idlePool
+          .request({
+            method: 'POST',
+            path: '/v1/chat/completions',
+            headers: { 'content-type': 'application/json' },
+            body: body(true).replace(`"max_tokens":${maxTokens}`, '"max_tokens":4'),
+            signal: ctl.signal,
+          })
+          .then((res) => {
+            if (res.statusCode === 200) open++;
+            res.body.on('error', () => undefined);
+            res.body.resume();
+          })
+          .catch(() => undefined),
+      );
+    }
+    while (open < idleStreams && performance.now() - t0 < 180_000)
+      await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 2_000));
+    const during = await rssKiB(idleCoord.child.pid!);
+    ctl.abort();
+    await Promise.all(bodies);
+    report.idleStreams = {
+      requested: idleStreams,
+      open,
+      rssBeforeMiB: before / 1024,
+      rssWithMiB: during / 1024,
+    };
+    console.log(
+      `\nidle streams through the coordinator: ${open}/${idleStreams} open; coordinator RSS ${(before / 1024).toFixed(0)} MiB idle → ` +
+        `${(during / 1024).toFixed(0)} MiB with the streams open (${((during - before) / Math.max(1, open)).toFixed(1)} KiB per stream)`,
     );
   }
-  while (open < idleStreams && performance.now() - t0 < 300_000) await new Promise((r) => setTimeout(r, 500));
-  await new Promise((r) => setTimeout(r, 2_000));
-  const during = await rssKiB(idleCoord.child.pid!);
-  ctl.abort();
-  await Promise.all(bodies);
-  report.idleStreams = {
-    requested: idleStreams,
-    open,
-    rssBeforeMiB: before / 1024,
-    rssWithMiB: during / 1024,
-  };
-  console.log(
-    `\nidle streams through the coordinator: ${open}/${idleStreams} open; coordinator RSS ${(before / 1024).toFixed(0)} MiB idle → ` +
-      `${(during / 1024).toFixed(0)} MiB with the streams open (${((during - before) / Math.max(1, open)).toFixed(1)} KiB per stream)`,
-  );
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2));
 } finally {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
