@@ -202,7 +202,14 @@ describe('fault matrix', () => {
       startEngineProxy(sglP, 'prefill', SGLANG),
       startEngineProxy(sglD, 'decode', SGLANG),
     ]);
-    const common = { retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20 }, timeouts: TIMEOUTS };
+    // Each cell is judged on its own: the circuit breaker and passive health removal (tested elsewhere,
+    // conformance 31) would otherwise carry one cell's failures into the next with one P and one D.
+    const common = {
+      retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20 },
+      timeouts: TIMEOUTS,
+      scheduling: { circuitBreaker: { enabled: false } },
+      health: { unhealthyAfter: 1_000_000 },
+    };
     const pd = (p: MotorChild, d: MotorChild, extra: Record<string, unknown>) => [
       { id: 'P', url: p.url, role: 'prefill', mode: 'proxy', models: [MODEL], ...extra },
       { id: 'D', url: d.url, role: 'decode', mode: 'proxy', models: [MODEL], ...extra },
