@@ -135,18 +135,16 @@ describe('circuit breaker (31)', () => {
       expect(r.choices[0]!.message.content!.length).toBeGreaterThan(0);
     }
     await eventually(async () => expect(transitions(coord, 'P0')[0]).toBe('closed>open'));
-    // Open: every request lands on P1. P0 gets nothing but the one probe of each half-open period (only
-    // if this phase outlasts openMs on a slow machine), and each such probe fails and re-opens.
+    // Open: every request lands on P1. P0 gets nothing but a probe per half-open period (only if this
+    // phase outlasts openMs on a slow machine), and each such probe fails and re-opens the circuit.
     const before = (await recorded(P[1]!)).length;
     for (let i = 0; i < 4; i++) await ask(coord, `open ${i}`);
     expect((await recorded(P[1]!)).length - before).toBeGreaterThanOrEqual(4);
     await eventually(async () => {
       const t = transitions(coord, 'P0');
-      const probes = t.filter((x) => x === 'open>half_open').length;
-      expect(await recorded(P[0]!)).toHaveLength(2 + probes);
-      expect(t).toEqual(
-        ['closed>open', ...Array<string>(probes).fill('open>half_open,half_open>open')].join().split(','),
-      );
+      const failedProbes = t.filter((x) => x === 'half_open>open').length;
+      expect(await recorded(P[0]!)).toHaveLength(2 + failedProbes);
+      expect(t).not.toContain('half_open>closed');
     });
 
     // After openMs: one probe; P0 still fails → open again (the request itself succeeds on P1).
