@@ -26,7 +26,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   .card .label { color:var(--dim); font-size:12px; text-transform:uppercase; letter-spacing:.6px; }
   .card .value { font-size:24px; font-weight:600; margin-top:4px; font-variant-numeric: tabular-nums; }
   .card .value small { font-size:12px; color:var(--dim); font-weight:400; }
-  .card .value.pct { font-size:17px; margin-top:9px; }
+  .card .value.pct { font-size:15px; margin-top:10px; white-space:nowrap; }
   section { padding:12px 14px; }
   section h2 { margin:0 0 10px; font-size:14px; color:var(--dim); text-transform:uppercase; letter-spacing:.6px; }
   table { width:100%; border-collapse:collapse; font-variant-numeric: tabular-nums; }
