@@ -338,7 +338,16 @@ try {
 
   // 3. memory of idle streams through the coordinator
   if (phases.has('idle')) {
-    const idleSim = await sim('union', ['--itl-ms', '600000', '--max-num-seqs', String(idleStreams + 100)]);
+    const idleSim = await sim('union', [
+      '--time-scale',
+      '1',
+      '--prefill-overhead-ms',
+      '1',
+      '--itl-ms',
+      '600000',
+      '--max-num-seqs',
+      String(idleStreams + 100),
+    ]);
     const idleCoord = await coordinator('idle', {
       instances: [{ url: idleSim.url, role: 'union', mode: 'direct', models: [MODEL] }],
       upstream: { connectionsPerInstance: idleStreams + 100 },
@@ -347,7 +356,7 @@ try {
     });
     const idlePool = new Pool(idleCoord.url, { connections: idleStreams, pipelining: 1 });
     cleanups.push(() => idlePool.destroy());
-    for (let i = 0; i < 50; i++) await one(new Pool(idleCoord.url), false).catch(() => 0);
+    // (no warm-up request: with a 10-minute ITL a non-stream answer would take hours)
     const before = await rssKiB(idleCoord.child.pid!);
     const ctl = new AbortController();
     let open = 0;
