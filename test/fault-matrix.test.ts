@@ -362,7 +362,11 @@ describe('fault matrix', () => {
         const ledgers = await checkLedgers();
         if (point === 'completed') continue;
         const [lp, ld] = [ledgers[allSims().indexOf(P)]!, ledgers[allSims().indexOf(D)]!];
-        for (const e of [...lp.finished, ...ld.finished]) {
+        // the ledger's finished entries also carry `ended_at_ms` (src/simulator/ledger.ts)
+        const finished = [...lp.finished, ...ld.finished] as Array<
+          LedgerSnapshot['finished'][number] & { ended_at_ms: number }
+        >;
+        for (const e of finished) {
           // An aborted leg ended by the stop: latency from the client's disconnect to the engine's end.
           if (e.outcome === 'aborted' && abortedAt > 0 && e.ended_at_ms >= abortedAt - 5)
             stopLatencies[plan].push(Math.max(0, e.ended_at_ms - abortedAt));
