@@ -3,14 +3,7 @@ import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { commandLine, environmentFacts, type BenchReport } from '../bench/json-report.js';
 import { startProgress } from '../bench/progress.js';
-import {
-  BenchRun,
-  discoverModel,
-  type LoadShape,
-  type StopCondition,
-  type Target,
-  type TargetResult,
-} from '../bench/runner.js';
+import type { LoadShape, StopCondition, Target, TargetResult } from '../bench/runner.js';
 import { formatSummary } from '../bench/summary-table.js';
 import { renderSvg } from '../bench/svg-chart.js';
 import { WORKLOAD_NAMES, createWorkload, type WorkloadName } from '../bench/workloads.js';
@@ -223,6 +216,8 @@ async function runBench(flags: BenchFlags): Promise<number> {
       `${[stop.requests ? `${stop.requests} requests` : '', stop.durationMs ? `${stop.durationMs / 1000} s` : ''].filter(Boolean).join(' or ')}, ` +
       `${flags.stream ? 'stream' : 'no stream'}, seed ${flags.seed}; targets run one after another`,
   );
+  // Loaded only when a run starts (it pulls in the HTTP client), not for every motor command.
+  const { BenchRun, discoverModel } = await import('../bench/runner.js');
   for (const target of targets) {
     let model = flags.model;
     if (model === undefined) {

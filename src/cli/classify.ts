@@ -1,12 +1,8 @@
 import type { Command } from 'commander';
 import { readFile } from 'node:fs/promises';
-import {
-  dispatchCapabilitiesForProfile,
-  DispatchProfileError,
-  ENGINE_KINDS,
-  explainEngineProfile,
-  type EngineKind,
-} from '../protocol/index.js';
+// Direct module imports, not the protocol index: the CLI start-up need not load the zod schemas.
+import { dispatchCapabilitiesForProfile, DispatchProfileError } from '../protocol/classification.js';
+import { ENGINE_KINDS, explainEngineProfile, type EngineKind } from '../protocol/engine-profile.js';
 
 interface ClassifyOptions {
   engine?: EngineKind;

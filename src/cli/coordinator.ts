@@ -1,9 +1,5 @@
 import type { Command } from 'commander';
-import { createLogger } from '../common/logger.js';
-import { onShutdown } from '../common/shutdown.js';
-import { ConfigError, loadCoordinatorConfig, type ConfigFlags } from '../config/coordinator-config.js';
-import { startCoordinator } from '../coordinator/coordinator.js';
-import { RegistryError } from '../registry/instance-record.js';
+import type { ConfigFlags } from '../config/coordinator-config.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -17,6 +13,20 @@ export function registerCoordinator(program: Command): void {
     .option('--api-key <key>', 'accepted API key, repeatable (env MOTOR_API_KEYS, comma-separated)', collect)
     .option('--set <path=value>', 'override any config key, value parsed as YAML, repeatable', collect)
     .action(async (flags: ConfigFlags) => {
+      // Loaded here, not at the top, so other commands do not pay for the coordinator's modules.
+      const [
+        { createLogger },
+        { onShutdown },
+        { ConfigError, loadCoordinatorConfig },
+        { startCoordinator },
+        { RegistryError },
+      ] = await Promise.all([
+        import('../common/logger.js'),
+        import('../common/shutdown.js'),
+        import('../config/coordinator-config.js'),
+        import('../coordinator/coordinator.js'),
+        import('../registry/instance-record.js'),
+      ]);
       const log = createLogger('motor-coordinator');
       let config;
       try {

@@ -3,13 +3,9 @@ import { InvalidArgumentError, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions, type ProxyRole } from '../engine-proxy/options.js';
 import { PeerAllowList } from '../engine-proxy/peer-allow-list.js';
-import {
-  dispatchCapabilitiesForProfile,
-  DispatchProfileError,
-  ENGINE_KINDS,
-  explainEngineProfile,
-  type EngineKind,
-} from '../protocol/index.js';
+// Direct module imports, not the protocol index: the CLI start-up need not load the zod schemas.
+import { dispatchCapabilitiesForProfile, DispatchProfileError } from '../protocol/classification.js';
+import { ENGINE_KINDS, explainEngineProfile, type EngineKind } from '../protocol/engine-profile.js';
 
 interface CliOptions {
   engineUrl: string;
