@@ -192,7 +192,7 @@ class Attempt {
     if (claim === undefined) {
       // Drained or paused since the route was picked: no new work; a retry picks another instance.
       leg.response = Promise.reject(
-        new MotorError('engine_unavailable', `instance ${instance.id} no longer takes new work`, {
+        new MotorError('instance_withdrawn', `instance ${instance.id} no longer takes new work`, {
           instanceId: instance.id,
         }),
       );

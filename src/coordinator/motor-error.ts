@@ -20,6 +20,8 @@ export const ERROR_CODES = {
   overloaded: { status: 503, type: 'server_error', retryable: false },
   /** An engine answered 408/429/5xx. */
   engine_unavailable: { status: 503, type: 'server_error', retryable: true },
+  /** The picked instance was drained or paused before its leg was sent: not the instance's fault. */
+  instance_withdrawn: { status: 503, type: 'server_error', retryable: true },
   engine_error: { status: 502, type: 'server_error', retryable: true },
   /** Connection refused/reset, socket closed mid-response, truncated stream. */
   connection_error: { status: 502, type: 'server_error', retryable: true },

@@ -40,6 +40,7 @@ describe('legOutcome', () => {
     [err('idle_timeout'), 'failure'],
     [err('client_disconnect'), 'cancelled'],
     [err('deadline_exceeded'), 'cancelled'],
+    [err('instance_withdrawn', { instanceId: 'a' }), 'cancelled'],
   ] as const)('%s → %s', (e, outcome) => {
     expect(legOutcome('a', e)).toBe(outcome);
   });

@@ -58,7 +58,12 @@ export interface LegTracking {
  */
 export function legOutcome(instanceId: string, err: MotorError | null | undefined): RequestOutcome {
   if (!err) return 'success';
-  if (err.stoppedByPeer || err.code === 'client_disconnect' || err.code === 'deadline_exceeded')
+  if (
+    err.stoppedByPeer ||
+    err.code === 'client_disconnect' ||
+    err.code === 'deadline_exceeded' ||
+    err.code === 'instance_withdrawn' // drained/paused after the pick: no request reached it
+  )
     return 'cancelled';
   // Watchdogs and mid-stream engine errors name no instance: they end the legs still open.
   if (err.instanceId === undefined)
