@@ -312,6 +312,13 @@ describe('pass-through, single, health, start-up', () => {
     expect(wrongRole.json.error.param).toBe('_motor_dispatch.role');
   });
 
+  it("GET /v1/motor/engine-metrics serves the engine's metrics; /metrics stays the proxy's own", async () => {
+    const engine = await http(proxyU.url, 'GET', '/v1/motor/engine-metrics');
+    expect(engine.status).toBe(200);
+    expect(engine.text).toMatch(/^vllm:num_requests_running\{/m);
+    expect((await http(proxyU.url, 'GET', '/metrics')).text).not.toMatch(/^vllm:/m);
+  });
+
   it('GET /health reflects the engine', async () => {
     expect((await http(proxyU.url, 'GET', '/health')).status).toBe(200);
     expect((await http(proxyDead.url, 'GET', '/health')).status).toBe(503);

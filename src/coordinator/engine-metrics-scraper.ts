@@ -50,10 +50,11 @@ export interface EngineMetricsScraperOptions {
 }
 
 /**
- * Scrapes `GET <instance url>/metrics` of every known instance each `intervalMs` (one scrape per
- * instance at a time) into the scheduler's {@link EngineMetricsStore}. A failed scrape leaves the old
- * snapshot to go stale (the store ignores it after `staleAfterMs` and counts the fallback). An engine
- * proxy's own `/metrics` has no `vllm:` series: such instances stay without metrics (logged once).
+ * Scrapes the engine metrics of every known instance each `intervalMs` (one scrape per instance at a
+ * time) into the scheduler's {@link EngineMetricsStore}: `GET /metrics` of a direct engine, or the
+ * engine proxy's `GET /v1/motor/engine-metrics` (its own `/metrics` has no `vllm:` series). A failed
+ * scrape leaves the old snapshot to go stale (the store ignores it after `staleAfterMs` and counts
+ * the fallback).
  */
 export class EngineMetricsScraper {
   private timer: NodeJS.Timeout | null = null;
@@ -88,7 +89,8 @@ export class EngineMetricsScraper {
     try {
       const res = await this.opts.upstreams.request(instance, {
         method: 'GET',
-        path: '/metrics',
+        // An engine proxy serves its own metrics at /metrics and the engine's at this path.
+        path: instance.mode === 'proxy' ? '/v1/motor/engine-metrics' : '/metrics',
         signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
       const text = await res.body.text();
@@ -96,7 +98,7 @@ export class EngineMetricsScraper {
       const snapshot = parseEngineMetrics(text, now());
       if (!snapshot) {
         this.counts.empty += 1;
-        this.warnOnce(instance, 'no vllm:* series at /metrics (an engine proxy serves its own metrics)');
+        this.warnOnce(instance, 'no vllm:* series in the engine metrics');
         return;
       }
       this.counts.ok += 1;

@@ -198,6 +198,9 @@ class EngineProxy {
         res.writeHead(200, { 'content-type': this.metrics.registry.contentType });
         return void res.end(text);
       }
+      case 'GET /v1/motor/engine-metrics':
+        // The engine's own Prometheus metrics (vllm:*), for the coordinator's load-aware scheduling.
+        return this.passThrough(req, res, undefined, path, '/metrics');
       case 'GET /debug/state':
         return sendJson(res, 200, {
           attempts_active: this.tracker.activeCount,
@@ -269,10 +272,10 @@ class EngineProxy {
     res: ServerResponse,
     body: Buffer | undefined,
     path: string,
+    target: string = req.url ?? '/',
   ): Promise<void> {
     // Only origin-form targets are forwarded: `*`, absolute-form (`http://host/...`) and `//host/...`
     // would be an upstream client error (502) or a request aimed elsewhere.
-    const target = req.url ?? '/';
     if (target[0] !== '/' || target[1] === '/') {
       return sendError(res, 400, 'request target must be an absolute path (origin-form)');
     }
