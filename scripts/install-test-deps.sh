@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# System packages the test suite needs on a fresh Debian machine (run as root; skips what is there):
+# - etcd-server: the registry's etcd tests start their own etcd on loopback ports;
+# - chromium: the dashboard's browser test and `npm run docs:screenshot` (driven by playwright-core,
+#   which never downloads a browser of its own).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+missing=()
+[ -x "${MOTOR_ETCD_BIN:-/usr/bin/etcd}" ] || missing+=(etcd-server)
+[ -x "${MOTOR_CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update
+  apt-get install -y "${missing[@]}"
+fi
