@@ -36,6 +36,7 @@ import {
   type BootstrapAddress,
   type ClientRoute,
   type EngineAdapter,
+  type EngineRequest,
   type LegKind,
   type MetaserverKvFields,
 } from '../engine-adapters/index.js';
@@ -482,33 +483,9 @@ class EngineProxy {
       return sendError(res, built.status, built.message, undefined, built.param);
     }
     const ctl = this.wireAbort(res, handle, dispatch.engine_request_id);
-    let status: number;
-    let text: string;
-    try {
-      const up = await this.engine.request({
-        method: 'POST',
-        path,
-        headers: this.engineHeaders(req, built.headers),
-        body: stringifyWithBigInt(built.body),
-        signal: ctl.signal,
-      });
-      status = up.statusCode;
-      text = await up.body.text();
-    } catch (err) {
-      if (handle.stopReason !== null) {
-        count('stopped');
-        return this.refuseStopped(res, handle);
-      }
-      handle.finish('done');
-      count('upstream_error');
-      await this.stopPeer(dispatch, 'engine unreachable');
-      return sendError(res, 502, `engine unreachable: ${(err as Error).message}`);
-    }
-    if (handle.stopReason !== null) {
-      count('stopped');
-      return this.refuseStopped(res, handle);
-    }
-    handle.finish('done');
+    const reply = await this.callEngine(req, res, { path, built, ctl, handle, dispatch, count, what: '' });
+    if (reply === null) return;
+    const { status, text } = reply;
     if (status >= 400) {
       count('engine_error');
       await this.stopPeer(dispatch, `engine answered ${status}`);
@@ -534,6 +511,54 @@ class EngineProxy {
     });
     count('completed');
     sendRaw(res, 200, stringifyWithBigInt(result), { 'x-request-id': dispatch.engine_request_id });
+  }
+
+  /**
+   * One whole (non-stream) engine call of a prefill-type leg. Answers the client itself and returns
+   * null when the attempt was stopped meanwhile, or when the engine is unreachable (then the peer leg
+   * is stopped too); otherwise the attempt is done and the engine's reply is returned.
+   */
+  private async callEngine(
+    req: IncomingMessage,
+    res: ServerResponse,
+    call: {
+      path: string;
+      built: EngineRequest;
+      ctl: AbortController;
+      handle: AttemptHandle;
+      dispatch: MotorDispatch;
+      count: (outcome: string) => void;
+      /** Appended to the peer-stop reason, e.g. ` during the trigger prefill`. */
+      what: string;
+    },
+  ): Promise<{ status: number; text: string; contentType: Record<string, string> } | null> {
+    const { handle, count } = call;
+    let reply: { status: number; text: string; contentType: Record<string, string> } | undefined;
+    try {
+      const up = await this.engine.request({
+        method: 'POST',
+        path: call.path,
+        headers: this.engineHeaders(req, call.built.headers),
+        body: stringifyWithBigInt(call.built.body),
+        signal: call.ctl.signal,
+      });
+      reply = { status: up.statusCode, contentType: contentTypeOf(up.headers), text: await up.body.text() };
+    } catch (err) {
+      if (handle.stopReason === null) {
+        handle.finish('done');
+        count('upstream_error');
+        await this.stopPeer(call.dispatch, `engine unreachable${call.what}`);
+        sendError(res, 502, `engine unreachable: ${(err as Error).message}`);
+        return null;
+      }
+    }
+    if (handle.stopReason !== null || reply === undefined) {
+      count('stopped');
+      this.refuseStopped(res, handle);
+      return null;
+    }
+    handle.finish('done');
+    return reply;
   }
 
   /** Trigger prefill: cache the body and answer `prepared` at once; the metaserver call runs it. */
@@ -755,35 +780,17 @@ class EngineProxy {
     res.once('close', () => {
       if (!res.writableFinished) handle.finish('stopped', 'client_disconnect');
     });
-    let status: number;
-    let text: string;
-    let contentType: Record<string, string>;
-    try {
-      const up = await this.engine.request({
-        method: 'POST',
-        path: entry.path,
-        headers: this.engineHeaders(req, built.headers),
-        body: stringifyWithBigInt(built.body),
-        signal: ctl.signal,
-      });
-      status = up.statusCode;
-      contentType = contentTypeOf(up.headers);
-      text = await up.body.text();
-    } catch (err) {
-      if (handle.stopReason !== null) {
-        count('stopped');
-        return this.refuseStopped(res, handle);
-      }
-      handle.finish('done');
-      count('upstream_error');
-      await this.stopPeer(dispatch, 'engine unreachable during the trigger prefill');
-      return sendError(res, 502, `engine unreachable: ${(err as Error).message}`);
-    }
-    if (handle.stopReason !== null) {
-      count('stopped');
-      return this.refuseStopped(res, handle);
-    }
-    handle.finish('done');
+    const reply = await this.callEngine(req, res, {
+      path: entry.path,
+      built,
+      ctl,
+      handle,
+      dispatch,
+      count,
+      what: ' during the trigger prefill',
+    });
+    if (reply === null) return;
+    const { status, text, contentType } = reply;
     if (status >= 400) {
       count('engine_error');
       await this.stopPeer(dispatch, `engine answered ${status} to the trigger prefill`);
