@@ -49,6 +49,25 @@ describe('SseRelay', () => {
       { upstreamError: 'boom' },
     ],
     ['an incomplete tail is held back', [tok('a') + 'data: {"id"'], tok('a'), { pending: 11 }],
+    // Regression: an extra newline after a frame that needs work made the frame loop spin forever.
+    [
+      'extra blank line after [DONE]',
+      [tok('a') + 'data: [DONE]\n\n\n'],
+      tok('a'),
+      { sawDone: true, pending: 0 },
+    ],
+    [
+      'extra blank lines around a frame that needs a rewrite',
+      [frame({ id: 'x', _motor_x: 1 }) + '\n', '\n' + frame({ id: 'y', kv_transfer_params: {} }) + '\n'],
+      frame({ id: 'x' }) + frame({ id: 'y' }),
+      { pending: 0 },
+    ],
+    [
+      '[DONE] after a blank line is still recognised',
+      [tok('a') + '\ndata: [DONE]\n\n'],
+      tok('a'),
+      { sawDone: true },
+    ],
   ])('%s', (_name, chunks, expected, flags) => {
     const { text, relay } = run(chunks);
     expect(text).toBe(expected);

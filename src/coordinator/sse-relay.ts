@@ -100,7 +100,9 @@ export class SseRelay {
     const out: Buffer[] = [];
     let start = 0;
     while (start < whole) {
-      const end = frames.indexOf(SEP, start);
+      // -1: the last separator overlapped the previous one ("\n\n\n"); the rest is blank.
+      let end = frames.indexOf(SEP, start);
+      if (end < 0) end = whole;
       const frame = frames.subarray(start, end);
       start = end + 2;
       const rewritten = this.frame(frame);
@@ -119,7 +121,11 @@ export class SseRelay {
   }
 
   /** One frame without its separator → bytes to forward, or null to drop it. */
-  private frame(frame: Buffer): Buffer | null {
+  private frame(raw: Buffer): Buffer | null {
+    // Extra blank lines between frames (an engine writing "\n\n\n") are not part of the frame.
+    let blank = 0;
+    while (blank < raw.length && (raw[blank] === 10 || raw[blank] === 13)) blank++;
+    const frame = blank === 0 ? raw : raw.subarray(blank);
     if (frame.length === 0) return null;
     if (
       frame.equals(DONE) ||
