@@ -1,34 +1,22 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
-import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions, type ProxyRole } from '../engine-proxy/options.js';
+import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from '../engine-proxy/options.js';
 import { PeerAllowList } from '../engine-proxy/peer-allow-list.js';
 // Direct module imports, not the protocol index: the CLI start-up need not load the zod schemas.
 import { dispatchCapabilitiesForProfile, DispatchProfileError } from '../protocol/classification.js';
 import { ENGINE_KINDS, explainEngineProfile, type EngineKind } from '../protocol/engine-profile.js';
 
-interface CliOptions {
-  engineUrl: string;
-  role: ProxyRole;
+/** The flags: the proxy's options where they map 1:1, plus what is resolved at start-up. */
+interface CliOptions extends Omit<
+  EngineProxyOptions,
+  'engine' | 'dispatchCapabilities' | 'dispatchProfile' | 'bootstrapHost' | 'bootstrapPort'
+> {
   engineConfig?: string;
   engine?: EngineKind;
   dispatchProfile?: string;
-  host: string;
-  port: number;
   bootstrapHost?: string;
   bootstrapPort?: number;
-  peerAllow: string[];
-  stopTtlMs: number;
-  maxTrackedAttempts: number;
-  maxActiveAttempts: number;
-  preparedTtlMs: number;
-  maxPrepared: number;
-  handoffTtlMs: number;
-  metaserverWaitMs: number;
-  peerTimeoutMs: number;
-  engineTimeoutMs: number;
-  engineConnections: number;
-  maxBodyBytes: number;
   register?: string;
   registerToken?: string;
   instanceId?: string;
