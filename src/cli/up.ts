@@ -1,16 +1,9 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { onShutdown } from '../common/shutdown.js';
-import { startLocalCluster, type ClusterProfile, type LocalCluster } from '../cluster/local-cluster.js';
+import { startLocalCluster, type LocalCluster, type LocalClusterOptions } from '../cluster/local-cluster.js';
 
-interface UpFlags {
-  prefill: number;
-  decode: number;
-  union: number;
-  profile: ClusterProfile;
-  host: string;
-  port: number;
-  model: string;
-  timeScale: number;
+/** The flags: the cluster options, with commander's optional `--direct` and repeatable `--sim-arg`. */
+interface UpFlags extends Omit<LocalClusterOptions, 'direct' | 'simArgs' | 'onStarted'> {
   direct?: boolean;
   simArg: string[];
 }
