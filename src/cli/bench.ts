@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { intArg, numberArg } from './number-arg.js';
 import { commandLine, environmentFacts, type BenchReport } from '../bench/json-report.js';
 import { startProgress } from '../bench/progress.js';
 import type { LoadShape, StopCondition, Target, TargetResult } from '../bench/runner.js';
@@ -48,22 +49,6 @@ export function parseDuration(v: string): number {
 function parseWarmup(v: string): StopCondition {
   if (/^\d+$/.test(v.trim())) return { requests: Number(v) };
   return { durationMs: parseDuration(v) };
-}
-
-function positiveInt(name: string): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be an integer ≥ 1`);
-    return n;
-  };
-}
-
-function positive(name: string): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a number > 0`);
-    return n;
-  };
 }
 
 function checkUrl(raw: string): string {
@@ -119,9 +104,13 @@ export function registerBench(program: Command): void {
     .option(
       '--concurrency <n>',
       'closed loop: N requests in flight (default 8 unless --rate)',
-      positiveInt('--concurrency'),
+      intArg('--concurrency', 1),
     )
-    .option('--rate <r>', 'open loop: Poisson arrivals at R requests/s (seeded)', positive('--rate'))
+    .option(
+      '--rate <r>',
+      'open loop: Poisson arrivals at R requests/s (seeded)',
+      numberArg('--rate', { exclusiveMin: true }),
+    )
     .option(
       '--duration <time>',
       'measure for this long: 30s, 2m, 500ms (default 30s unless --requests)',
@@ -130,7 +119,7 @@ export function registerBench(program: Command): void {
     .option(
       '--requests <n>',
       'measure this many requests (with --duration: whichever ends first)',
-      positiveInt('--requests'),
+      intArg('--requests', 1),
     )
     .option(
       '--warmup <n|time>',
@@ -140,15 +129,15 @@ export function registerBench(program: Command): void {
     .option(
       '--max-tokens <n>',
       'output tokens per request (default: short-chat 64, long-prompt 16, shared-prefix 64)',
-      positiveInt('--max-tokens'),
+      intArg('--max-tokens', 1),
     )
     .option(
       '--prompt-tokens <n>',
       'approx. prompt length: user prompt (short-chat 40, long-prompt 3000, ±50%) or shared system prompt (shared-prefix 2000)',
-      positiveInt('--prompt-tokens'),
+      intArg('--prompt-tokens', 1),
     )
-    .option('--conversations <n>', 'shared-prefix: conversations per cycle', positiveInt('--conversations'))
-    .option('--turns <n>', 'shared-prefix: turns per conversation', positiveInt('--turns'))
+    .option('--conversations <n>', 'shared-prefix: conversations per cycle', intArg('--conversations', 1))
+    .option('--turns <n>', 'shared-prefix: turns per conversation', intArg('--turns', 1))
     .option('--stream', 'streaming requests over SSE (the default)', true)
     .option('--no-stream', 'non-streaming requests (TTFT = end-to-end latency)')
     .option(

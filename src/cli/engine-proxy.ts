@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { InvalidArgumentError, Option } from 'commander';
+import { Option } from 'commander';
 import { readFile } from 'node:fs/promises';
+import { intArg } from './number-arg.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from '../engine-proxy/options.js';
 import { PeerAllowList } from '../engine-proxy/peer-allow-list.js';
 // Direct module imports, not the protocol index: the CLI start-up need not load the zod schemas.
@@ -24,15 +25,6 @@ interface CliOptions extends Omit<
   model: string[];
   heartbeatMs: number;
   drainTimeoutMs: number;
-}
-
-function int(name: string, min = 0): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min)
-      throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
-    return n;
-  };
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -65,7 +57,7 @@ export function registerEngineProxy(program: Command): void {
       'explicit dispatch_profile override (trigger, handoff, bootstrap)',
     )
     .option('--host <host>', 'listen host', d.host)
-    .option('--port <port>', 'listen port (0 = any free port)', int('--port'), d.port)
+    .option('--port <port>', 'listen port (0 = any free port)', intArg('--port'), d.port)
     .option(
       '--bootstrap-host <host>',
       'SGLang prefill: bootstrap host given to both legs (default: engine host)',
@@ -73,7 +65,7 @@ export function registerEngineProxy(program: Command): void {
     .option(
       '--bootstrap-port <port>',
       'SGLang prefill: bootstrap port given to both legs (default: engine port, as motor sim serves it; real SGLang: 8998)',
-      int('--bootstrap-port', 1),
+      intArg('--bootstrap-port', 1),
     )
     .option(
       '--peer-allow <url>',
@@ -84,67 +76,67 @@ export function registerEngineProxy(program: Command): void {
     .option(
       '--stop-ttl-ms <ms>',
       'how long finished attempts and stop tombstones are remembered',
-      int('--stop-ttl-ms', 1),
+      intArg('--stop-ttl-ms', 1),
       d.stopTtlMs,
     )
     .option(
       '--max-tracked-attempts <n>',
       'most finished attempts / tombstones remembered',
-      int('--max-tracked-attempts', 1),
+      intArg('--max-tracked-attempts', 1),
       d.maxTrackedAttempts,
     )
     .option(
       '--max-active-attempts <n>',
       'most envelope requests in flight (503 beyond)',
-      int('--max-active-attempts', 1),
+      intArg('--max-active-attempts', 1),
       d.maxActiveAttempts,
     )
     .option(
       '--prepared-ttl-ms <ms>',
       'trigger: how long a prepared prefill waits for its metaserver call',
-      int('--prepared-ttl-ms', 1),
+      intArg('--prepared-ttl-ms', 1),
       d.preparedTtlMs,
     )
     .option(
       '--max-prepared <n>',
       'trigger: most prepared prefills held (503 beyond)',
-      int('--max-prepared', 1),
+      intArg('--max-prepared', 1),
       d.maxPrepared,
     )
     .option(
       '--handoff-ttl-ms <ms>',
       'handoff: expires_at_ms of completed prefill results (engine KV lease)',
-      int('--handoff-ttl-ms', 1),
+      intArg('--handoff-ttl-ms', 1),
       d.handoffTtlMs,
     )
     .option(
       '--metaserver-wait-ms <ms>',
       'trigger: how long a metaserver call waits for a late prepare (then 404)',
-      int('--metaserver-wait-ms'),
+      intArg('--metaserver-wait-ms'),
       d.metaserverWaitMs,
     )
     .option(
       '--peer-timeout-ms <ms>',
       'bound on calls to peers and on engine abort calls',
-      int('--peer-timeout-ms', 1),
+      intArg('--peer-timeout-ms', 1),
       d.peerTimeoutMs,
     )
     .option(
       '--engine-timeout-ms <ms>',
       'engine headers / idle body timeout',
-      int('--engine-timeout-ms', 1),
+      intArg('--engine-timeout-ms', 1),
       d.engineTimeoutMs,
     )
     .option(
       '--engine-connections <n>',
       'keep-alive connections to the engine',
-      int('--engine-connections', 1),
+      intArg('--engine-connections', 1),
       d.engineConnections,
     )
     .option(
       '--max-body-bytes <n>',
       'request body limit (413 beyond)',
-      int('--max-body-bytes', 1),
+      intArg('--max-body-bytes', 1),
       d.maxBodyBytes,
     )
     .option(
@@ -155,11 +147,16 @@ export function registerEngineProxy(program: Command): void {
     .option('--instance-id <id>', 'id to register under (default <role>-<host:port>)')
     .option('--advertise-url <url>', 'URL the coordinator reaches this proxy at (default: the bound URL)')
     .option('--model <name>', 'served model name to register, repeatable (default: any model)', collect, [])
-    .option('--heartbeat-ms <ms>', 'heartbeat period; the lease is 3 × this', int('--heartbeat-ms', 1), 2000)
+    .option(
+      '--heartbeat-ms <ms>',
+      'heartbeat period; the lease is 3 × this',
+      intArg('--heartbeat-ms', 1),
+      2000,
+    )
     .option(
       '--drain-timeout-ms <ms>',
       'on SIGTERM: how long to wait for in-flight requests after draining',
-      int('--drain-timeout-ms'),
+      intArg('--drain-timeout-ms'),
       30_000,
     )
     .action(async (cli: CliOptions) => {

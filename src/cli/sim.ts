@@ -1,22 +1,8 @@
 import type { Command } from 'commander';
-import { InvalidArgumentError, Option } from 'commander';
+import { Option } from 'commander';
 import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
 import type { FaultConfig } from '../simulator/faults.js';
-
-function num(name: string, min = 0): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min) throw new InvalidArgumentError(`${name} must be a number >= ${min}`);
-    return n;
-  };
-}
-function int(name: string, min = 0): (v: string) => number {
-  return (v) => {
-    const n = num(name, min)(v);
-    if (!Number.isInteger(n)) throw new InvalidArgumentError(`${name} must be an integer`);
-    return n;
-  };
-}
+import { intArg, numArg } from './number-arg.js';
 
 /** `motor sim`: a vLLM/SGLang-compatible fake engine (see README "motor sim" for every flag). */
 export function registerSim(program: Command): void {
@@ -25,7 +11,7 @@ export function registerSim(program: Command): void {
     .command('sim')
     .description('run the engine simulator (vLLM/SGLang-compatible fake engine with P/D semantics)')
     .option('--host <host>', 'listen host', d.host)
-    .option('--port <port>', 'listen port (0 = any free port)', int('--port'), d.port)
+    .option('--port <port>', 'listen port (0 = any free port)', intArg('--port'), d.port)
     .option(
       '--advertise-host <host>',
       'host put into kv_transfer_params / metaserver bodies (default: listen host)',
@@ -42,109 +28,109 @@ export function registerSim(program: Command): void {
     .option(
       '--time-scale <x>',
       'multiplies every model delay; 0 = no delays',
-      num('--time-scale'),
+      numArg('--time-scale'),
       d.timeScale,
     )
     .option(
       '--prefill-overhead-ms <ms>',
       'fixed TTFT overhead',
-      num('--prefill-overhead-ms'),
+      numArg('--prefill-overhead-ms'),
       d.prefillOverheadMs,
     )
     .option(
       '--prefill-ms-per-token <ms>',
       'prefill time per uncached prompt token',
-      num('--prefill-ms-per-token'),
+      numArg('--prefill-ms-per-token'),
       d.prefillMsPerToken,
     )
     .option(
       '--itl-ms <ms>',
       'decode step (inter-token latency) with one running sequence',
-      num('--itl-ms'),
+      numArg('--itl-ms'),
       d.itlMs,
     )
     .option(
       '--load-slowdown <x>',
       'extra decode step time per additional running sequence (fraction)',
-      num('--load-slowdown'),
+      numArg('--load-slowdown'),
       d.loadSlowdown,
     )
     .option(
       '--max-num-seqs <n>',
       'running batch limit; further requests queue FIFO',
-      int('--max-num-seqs', 1),
+      intArg('--max-num-seqs', 1),
       d.maxNumSeqs,
     )
     .option(
       '--max-model-len <n>',
       'prompt + max_tokens limit (400 beyond)',
-      int('--max-model-len', 1),
+      intArg('--max-model-len', 1),
       d.maxModelLen,
     )
     .option(
       '--default-max-tokens <n>',
       'output length when the request sets no max_tokens',
-      int('--default-max-tokens', 1),
+      intArg('--default-max-tokens', 1),
       d.defaultMaxTokens,
     )
-    .option('--block-size <n>', 'KV block size in tokens', int('--block-size', 1), d.blockSize)
-    .option('--kv-blocks <n>', 'KV / prefix cache capacity in blocks', int('--kv-blocks'), d.kvBlocks)
+    .option('--block-size <n>', 'KV block size in tokens', intArg('--block-size', 1), d.blockSize)
+    .option('--kv-blocks <n>', 'KV / prefix cache capacity in blocks', intArg('--kv-blocks'), d.kvBlocks)
     .option(
       '--kv-transfer-ms-per-block <ms>',
       'simulated KV transfer time per block',
-      num('--kv-transfer-ms-per-block'),
+      numArg('--kv-transfer-ms-per-block'),
       d.kvTransferMsPerBlock,
     )
     .option(
       '--kv-lease-ms <ms>',
       'how long a prefill holds unread handoff blocks (wall clock)',
-      int('--kv-lease-ms', 1),
+      intArg('--kv-lease-ms', 1),
       d.kvLeaseMs,
     )
     .option(
       '--kv-wait-ms <ms>',
       'decode: bound on KV pull / metaserver + push wait (wall clock)',
-      int('--kv-wait-ms', 1),
+      intArg('--kv-wait-ms', 1),
       d.kvWaitMs,
     )
     .option(
       '--bootstrap-timeout-ms <ms>',
       'SGLang: bound on either side waiting for its peer (wall clock)',
-      int('--bootstrap-timeout-ms', 1),
+      intArg('--bootstrap-timeout-ms', 1),
       d.bootstrapTimeoutMs,
     )
     .option(
       '--max-body-bytes <n>',
       'request body limit (413 beyond)',
-      int('--max-body-bytes', 1),
+      intArg('--max-body-bytes', 1),
       d.maxBodyBytes,
     )
-    .option('--record-max <n>', 'request recorder ring size (0 = off)', int('--record-max'), d.recordMax)
-    .option('--ledger-max <n>', 'finished requests kept by the ledger', int('--ledger-max'), d.ledgerMax)
+    .option('--record-max <n>', 'request recorder ring size (0 = off)', intArg('--record-max'), d.recordMax)
+    .option('--ledger-max <n>', 'finished requests kept by the ledger', intArg('--ledger-max'), d.ledgerMax)
     .option(
       '--fault-error-rate <p>',
       'fraction of requests failed with --fault-error-status (seeded)',
-      num('--fault-error-rate'),
+      numArg('--fault-error-rate'),
     )
-    .option('--fault-error-every <n>', 'fail every Nth request', int('--fault-error-every'))
-    .option('--fault-error-next <n>', 'fail the next N requests', int('--fault-error-next'))
-    .option('--fault-error-status <code>', '500, 503, 429 or 400', int('--fault-error-status'))
-    .option('--fault-seed <n>', 'seed of the error-rate PRNG', int('--fault-seed'))
+    .option('--fault-error-every <n>', 'fail every Nth request', intArg('--fault-error-every'))
+    .option('--fault-error-next <n>', 'fail the next N requests', intArg('--fault-error-next'))
+    .option('--fault-error-status <code>', '500, 503, 429 or 400', intArg('--fault-error-status'))
+    .option('--fault-seed <n>', 'seed of the error-rate PRNG', intArg('--fault-seed'))
     .option(
       '--fault-hang-ms <ms>',
       'hang before the first token (-1 = until the client leaves)',
-      int('--fault-hang-ms', -1),
+      intArg('--fault-hang-ms', -1),
     )
     .option(
       '--fault-die-after-tokens <n>',
       'drop the connection after N output tokens',
-      int('--fault-die-after-tokens'),
+      intArg('--fault-die-after-tokens'),
     )
-    .option('--fault-slow-decode <x>', 'multiply decode step time', num('--fault-slow-decode'))
+    .option('--fault-slow-decode <x>', 'multiply decode step time', numArg('--fault-slow-decode'))
     .option(
       '--fault-refuse-connections <n>',
       'close the next N accepted connections (-1 = all)',
-      int('--fault-refuse-connections', -1),
+      intArg('--fault-refuse-connections', -1),
     )
     .option('--fault-match-path <path>', 'only inject faults on this route')
     .addOption(

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { onShutdown } from '../common/shutdown.js';
+import { intArg, numArg } from './number-arg.js';
 import { startLocalCluster, type LocalCluster, type LocalClusterOptions } from '../cluster/local-cluster.js';
 
 /** The flags: the cluster options, with commander's optional `--direct` and repeatable `--sim-arg`. */
@@ -8,33 +9,13 @@ interface UpFlags extends Omit<LocalClusterOptions, 'direct' | 'simArgs' | 'onSt
   simArg: string[];
 }
 
-function count(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 64)
-    throw new InvalidArgumentError('expected an integer from 0 to 64');
-  return n;
-}
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new InvalidArgumentError('expected a port from 0 to 65535');
-  return n;
-}
-
-function nonNegative(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('expected a number ≥ 0');
-  return n;
-}
-
 export function registerUp(program: Command): void {
   program
     .command('up')
     .description('start a local P/D cluster on the simulator: engines, engine proxies and a coordinator')
-    .option('--prefill <n>', 'prefill instances', count, 2)
-    .option('--decode <n>', 'decode instances', count, 2)
-    .option('--union <n>', 'union (prefill+decode) instances', count, 0)
+    .option('--prefill <n>', 'prefill instances', intArg('--prefill', 0, 64), 2)
+    .option('--decode <n>', 'decode instances', intArg('--decode', 0, 64), 2)
+    .option('--union <n>', 'union (prefill+decode) instances', intArg('--union', 0, 64), 0)
     .addOption(
       new Option(
         '--profile <profile>',
@@ -44,9 +25,14 @@ export function registerUp(program: Command): void {
         .default('handoff'),
     )
     .option('--host <host>', 'coordinator listen address', '127.0.0.1')
-    .option('--port <port>', 'coordinator port (0 = any free port)', port, 8000)
+    .option('--port <port>', 'coordinator port (0 = any free port)', intArg('--port', 0, 65535), 8000)
     .option('--model <name>', 'model name the simulators serve', 'motor-sim-7b')
-    .option('--time-scale <x>', 'simulator speed: 1 = a 7B model on one GPU, 0 = no delays', nonNegative, 1)
+    .option(
+      '--time-scale <x>',
+      'simulator speed: 1 = a 7B model on one GPU, 0 = no delays',
+      numArg('--time-scale'),
+      1,
+    )
     .option('--direct', 'coordinator talks engine-native to the simulators (no engine proxies)')
     .option(
       '--sim-arg <arg>',
