@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
-import type { Logger } from '../common/logger.js';
+import { logListening, type Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import { createCoordinatorObservability } from '../observability/coordinator-observability.js';
 import type { Observability } from '../observability/observability.js';
@@ -74,7 +74,7 @@ export async function startCoordinator(
     await plane?.close();
     throw err;
   }
-  log.info({ url: boundUrl }, 'listening'); // first: spawnMotor takes the first `listening` URL
+  logListening(log, { url: boundUrl }); // first: spawnMotor takes the first `listening` URL
   scheduling.start();
   let management;
   try {

@@ -43,7 +43,7 @@ import type { LegTracking, SchedulingAdapter } from './scheduling-adapter.js';
 import type { SchedulingRequest } from '../scheduling/index.js';
 import { needsRewrite, rewriteResponseObject, SseRelay, type ResponseRewrite } from './sse-relay.js';
 import type { TriggerRegistry } from './trigger-registry.js';
-import { readAll, type Upstreams } from './upstream.js';
+import { readAll, UpstreamAbort, type Upstreams } from './upstream.js';
 
 export interface DispatcherDeps {
   config: CoordinatorConfig;
@@ -63,7 +63,7 @@ type ResponseData = UndiciDispatcher.ResponseData;
 
 /** One engine request of an attempt. */
 class Leg {
-  readonly ctl = new AbortController();
+  readonly ctl = new UpstreamAbort();
   obs: LegObserver = noopLegObserver;
   response: Promise<ResponseData> | null = null;
   /** Load tracking and circuit-breaker outcome of this leg. */
@@ -201,12 +201,12 @@ class Attempt {
         path: this.session.path,
         body,
         headers,
-        signal: leg.ctl.signal,
+        signal: leg.ctl,
       });
       leg.response.then(
         () => source.reportSuccess?.(instance),
         (err: unknown) => {
-          if (!leg.ctl.signal.aborted) source.reportFailure?.(instance, (err as Error).message);
+          if (!leg.ctl.aborted) source.reportFailure?.(instance, (err as Error).message);
         },
       );
     }

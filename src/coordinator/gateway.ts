@@ -152,11 +152,18 @@ export function createGateway(deps: GatewayDeps): Server {
     }
     // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After.
     const apiKey = bearerToken(req);
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    res.once('close', onClose);
-    const ticket = await deps.scheduling.admission.acquire({ apiKey, signal: gone.signal });
-    res.off('close', onClose);
+    let onClose: (() => void) | null = null;
+    const admitted = deps.scheduling.admission.tryAcquire({
+      apiKey,
+      signal: () => {
+        const gone = new AbortController();
+        onClose = () => gone.abort();
+        res.once('close', onClose);
+        return gone.signal;
+      },
+    });
+    const ticket = admitted instanceof Promise ? await admitted : admitted;
+    if (onClose) res.off('close', onClose);
     if (!ticket.admitted) {
       if (ticket.reason === 'aborted') return void res.destroy();
       return renderError(

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { Pool, type Dispatcher } from 'undici';
 import type { Instance } from './instance-source.js';
 
@@ -12,7 +13,21 @@ export interface UpstreamRequest {
   path: string;
   body?: string;
   headers?: Record<string, string>;
-  signal?: AbortSignal;
+  signal?: AbortSignal | UpstreamAbort;
+}
+
+/**
+ * Aborts one upstream request. undici accepts an EventEmitter with `aborted` as its signal; an
+ * AbortSignal costs a request ~6 µs more (EventTarget listener add and remove), on every leg.
+ */
+export class UpstreamAbort extends EventEmitter {
+  aborted = false;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   sendError,
   sendJson,
 } from '../common/http.js';
-import type { Logger } from '../common/logger.js';
+import { logListening, type Logger } from '../common/logger.js';
 import {
   buildDispatchStopRequest,
   buildDispatchStopResponse,
@@ -91,16 +91,13 @@ export interface EngineProxyServer {
 export async function startEngineProxy(opts: EngineProxyOptions, logger: Logger): Promise<EngineProxyServer> {
   const proxy = new EngineProxy(opts, logger);
   const url = await listen(proxy.server, opts.port, opts.host);
-  logger.info(
-    {
-      url,
-      role: opts.role,
-      engine: opts.engine,
-      engine_url: opts.engineUrl,
-      dispatch_capabilities: opts.dispatchCapabilities,
-    },
-    'listening',
-  );
+  logListening(logger, {
+    url,
+    role: opts.role,
+    engine: opts.engine,
+    engine_url: opts.engineUrl,
+    dispatch_capabilities: opts.dispatchCapabilities,
+  });
   return { url, close: () => proxy.close() };
 }
 

@@ -11,7 +11,7 @@ import {
   sendError,
   sendJson,
 } from '../common/http.js';
-import type { Logger } from '../common/logger.js';
+import { logListening, type Logger } from '../common/logger.js';
 import type { InstanceHealth } from './health-prober.js';
 import {
   instanceIdSchema,
@@ -418,6 +418,6 @@ export async function startManagementServer(options: ManagementServerOptions): P
   const handler = createManagementHandler(options);
   const server = createServer((req, res) => void handler(req, res));
   const url = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
-  options.logger?.info({ url, name: 'management' }, 'listening');
+  if (options.logger) logListening(options.logger, { url, name: 'management' });
   return { url, server, close: () => closeServer(server) };
 }

@@ -101,6 +101,22 @@ describe('AdmissionController', () => {
     expect(ticket(await a.acquire()).admitted).toBe(true);
   });
 
+  it('a signal factory is called only when the request has to queue', async () => {
+    const a = new AdmissionController({ maxConcurrent: 1, maxQueue: 1, clock: new ManualClock() });
+    const made: AbortController[] = [];
+    const signal = () => {
+      made.push(new AbortController());
+      return made.at(-1)!.signal;
+    };
+    ticket(await a.acquire({ signal }));
+    expect(made).toHaveLength(0);
+    const w = track(a.acquire({ signal }));
+    expect(made).toHaveLength(1);
+    made[0]!.abort();
+    await settle();
+    expect(w.result).toMatchObject({ reason: 'aborted' });
+  });
+
   it('an aborted waiter in the middle is skipped', async () => {
     const clock = new ManualClock();
     const a = new AdmissionController({ maxConcurrent: 1, maxQueue: 3, clock });

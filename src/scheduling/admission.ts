@@ -37,6 +37,16 @@ export interface AdmissionRejection {
   readonly message: string;
 }
 
+export interface AdmissionRequest {
+  /** Rate-limit key. */
+  apiKey?: string;
+  /**
+   * Aborts a queued request; or a function making that signal, called only if the request has to
+   * queue (most are admitted at once, and a signal per request is not free).
+   */
+  signal?: AbortSignal | (() => AbortSignal);
+}
+
 /** A granted slot; call `release()` exactly when the request is finished (idempotent). */
 export interface AdmissionTicket {
   readonly admitted: true;
@@ -108,16 +118,15 @@ export class AdmissionController {
    * Admits a request: resolves at once when a slot is free or on rejection; otherwise queues (FIFO)
    * until a slot frees, the timeout passes, or `signal` aborts.
    */
-  acquire(options: { apiKey?: string; signal?: AbortSignal } = {}): Promise<AdmissionResult> {
+  acquire(options: AdmissionRequest = {}): Promise<AdmissionResult> {
     return Promise.resolve(this.tryAcquire(options));
   }
 
   /** Synchronous part of {@link acquire}: a result, or a promise when queued. */
-  tryAcquire(
-    options: { apiKey?: string; signal?: AbortSignal } = {},
-  ): AdmissionResult | Promise<AdmissionResult> {
+  tryAcquire(options: AdmissionRequest = {}): AdmissionResult | Promise<AdmissionResult> {
     if (this.closed) return this.reject('closed', 'the coordinator is shutting down');
-    if (options.signal?.aborted) return this.reject('aborted', 'the request was aborted');
+    if (options.signal instanceof AbortSignal && options.signal.aborted)
+      return this.reject('aborted', 'the request was aborted');
     if (this.limiter && options.apiKey !== undefined) {
       const taken = this.limiter.take(options.apiKey);
       if (!taken.allowed)
@@ -132,7 +141,7 @@ export class AdmissionController {
       return this.reject('queue_full', `server overloaded: ${this.running} requests running, queue full`);
     return new Promise<AdmissionResult>((resolve) => {
       const now = this.clock.now();
-      const signal = options.signal;
+      const signal = typeof options.signal === 'function' ? options.signal() : options.signal;
       const waiter: Waiter = {
         enqueuedMs: now,
         deadlineMs: now + this.queueTimeoutMs,

@@ -29,6 +29,7 @@ export { CircuitBreakers, type CircuitState, type CircuitBreakerOptions } from '
 export {
   AdmissionController,
   type AdmissionOptions,
+  type AdmissionRequest,
   type AdmissionResult,
   type AdmissionTicket,
   type AdmissionRejection,

@@ -8,7 +8,7 @@ import {
   sendError,
   sendJson,
 } from '../common/http.js';
-import { createLogger, type Logger } from '../common/logger.js';
+import { createLogger, logListening, type Logger } from '../common/logger.js';
 import { SimCore } from './engine.js';
 import { FaultPatchSchema } from './faults.js';
 import { defaultSimOptions, type SimOptions } from './options.js';
@@ -166,7 +166,7 @@ export async function startSimulator(
     host: opts.advertiseHost ?? (wildcard ? '127.0.0.1' : bound.hostname.replace(/^\[|\]$/g, '')),
     port: Number(bound.port),
   };
-  logger.info({ url, role: opts.role, engine: opts.engine, engine_id: opts.engineId }, 'listening');
+  logListening(logger, { url, role: opts.role, engine: opts.engine, engine_id: opts.engineId });
   return {
     url,
     core,
