@@ -9,6 +9,11 @@ const MARKER_PATTERN = new RegExp(`"${MARKER}(-?\\d+)"`, 'g');
  * `bootstrap_room`), which plain `JSON.stringify` refuses and `Number` would round.
  */
 export function stringifyWithBigInt(value: unknown): string {
+  try {
+    return JSON.stringify(value); // the common case, several times faster than with a replacer
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err; // "Do not know how to serialize a BigInt"
+  }
   let sawBigInt = false;
   const text = JSON.stringify(value, (_key, v: unknown) => {
     if (typeof v !== 'bigint') return v;

@@ -41,7 +41,13 @@ import type { ClientRequest } from './request-validation.js';
 import type { Route } from './route-selection.js';
 import type { LegTracking, SchedulingAdapter } from './scheduling-adapter.js';
 import type { SchedulingRequest } from '../scheduling/index.js';
-import { needsRewrite, rewriteResponseObject, SseRelay, type ResponseRewrite } from './sse-relay.js';
+import {
+  needsRewrite,
+  rewriteResponseObject,
+  SseRelay,
+  withoutTrailingNullKv,
+  type ResponseRewrite,
+} from './sse-relay.js';
 import type { TriggerRegistry } from './trigger-registry.js';
 import { readAll, UpstreamAbort, type Upstreams } from './upstream.js';
 
@@ -661,6 +667,10 @@ export class Dispatcher {
     leg.obs.firstByte();
     if (waitPrefill) await waitPrefill;
     if (attempt.failure) return attempt.failure;
+    if (needsRewrite(body, session.rewrite)) {
+      const cut = withoutTrailingNullKv(body);
+      if (cut !== null && !needsRewrite(cut, session.rewrite)) body = cut;
+    }
     if (!needsRewrite(body, session.rewrite)) {
       // nothing to merge or strip: relay the engine's bytes as they are (no parse, no stringify)
       attempt.committed();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SseRelay } from './sse-relay.js';
+import { rewriteResponseObject, SseRelay, withoutTrailingNullKv } from './sse-relay.js';
 
 const chunk = (s: string): Buffer => Buffer.from(s);
 const frame = (obj: unknown): string => `data: ${JSON.stringify(obj)}\n\n`;
@@ -97,5 +97,27 @@ describe('SseRelay', () => {
   it('keeps token ids when the client asked for them', () => {
     const f = frame({ id: 'x', choices: [{ index: 0, token_ids: [2] }] });
     expect(run([f], { cachedTokens: null, stripTokenIds: false }).passedThrough).toEqual([true]);
+  });
+});
+
+describe('withoutTrailingNullKv', () => {
+  const rw = { cachedTokens: null, stripTokenIds: true };
+  it.each([
+    ['vLLM layout', '{"id":"x","choices":[],"kv_transfer_params":null}', '{"id":"x","choices":[]}'],
+    ['trailing newline', '{"a":1,"kv_transfer_params":null}\n', '{"a":1}'],
+    ['not last', '{"kv_transfer_params":null,"a":1}', null],
+    ['not null', '{"a":1,"kv_transfer_params":{"x":1}}', null],
+    ['inside a string', '{"a":"\\",\\"kv_transfer_params\\":null}"}', null],
+    ['nested object, not last at top', '{"a":{"b":1,"kv_transfer_params":null},"c":2}', null],
+    ['too short', '}', null],
+  ])('%s', (_name, input, expected) => {
+    const out = withoutTrailingNullKv(Buffer.from(input));
+    expect(out === null ? null : out.toString()).toBe(expected);
+    if (out !== null) {
+      // same result as parsing, rewriting and re-serialising
+      const obj = JSON.parse(input) as Record<string, unknown>;
+      rewriteResponseObject(obj, rw);
+      expect(JSON.parse(out.toString())).toEqual(obj);
+    }
   });
 });

@@ -62,6 +62,27 @@ export function needsRewrite(buf: Buffer, rw: ResponseRewrite): boolean {
   );
 }
 
+const TRAILING_NULL_KV = Buffer.from(',"kv_transfer_params":null}');
+const CLOSE_BRACE = Buffer.from('}');
+
+/**
+ * vLLM ends every non-stream body with `,"kv_transfer_params":null}`. Those bytes just before the
+ * final `}` are a member of the outermost object, so cutting them is exactly what
+ * `rewriteResponseObject` would do to that key — without a parse and re-serialisation.
+ * Returns null when the body does not end that way.
+ */
+export function withoutTrailingNullKv(buf: Buffer): Buffer | null {
+  let end = buf.length;
+  while (
+    end > 0 &&
+    (buf[end - 1] === 0x20 || buf[end - 1] === 0x0a || buf[end - 1] === 0x0d || buf[end - 1] === 0x09)
+  )
+    end--;
+  const start = end - TRAILING_NULL_KV.length;
+  if (start < 0 || buf.compare(TRAILING_NULL_KV, 0, TRAILING_NULL_KV.length, start, end) !== 0) return null;
+  return Buffer.concat([buf.subarray(0, start), CLOSE_BRACE]);
+}
+
 /**
  * Passes an upstream SSE byte stream through with minimal re-parsing. A chunk made of whole frames
  * that carries none of the markers below is forwarded as the same Buffer (no copy, no JSON parse);
