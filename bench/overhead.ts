@@ -79,7 +79,7 @@ const dir = await mkdtemp(join(tmpdir(), 'motor-overhead-'));
 cleanups.push(() => rm(dir, { recursive: true, force: true }));
 
 async function motor(args: string[]): Promise<MotorChild> {
-  const c = await spawnMotor(args, { timeoutMs: 60_000 });
+  const c = await spawnMotor(args, { timeoutMs: 60_000, followLogs: false });
   cleanups.push(() => c.stop());
   return c;
 }

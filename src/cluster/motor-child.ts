@@ -27,6 +27,11 @@ export interface SpawnMotorOptions {
   waitFor?: readonly string[];
   /** Called with each non-JSON or JSON stdout line, e.g. to forward logs. */
   onLine?: (line: string) => void;
+  /**
+   * Keep reading log lines once listening (default true). Benchmarks pass false: the process's stdout
+   * is then drained unread, so parsing its access log does not load the measuring process.
+   */
+  followLogs?: boolean;
 }
 
 /**
@@ -67,7 +72,8 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
       reject(new Error(`${label} exited with ${code} before listening\n${stderr}`));
     };
     child.once('exit', onEarlyExit);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
       opts.onLine?.(line);
       if (line[0] !== '{') return;
       let entry: Record<string, unknown>;
@@ -86,6 +92,10 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
         if (mainUrl === undefined || !(opts.waitFor ?? []).every((n) => n in urls)) return;
         clearTimeout(timer);
         child.off('exit', onEarlyExit);
+        if (opts.followLogs === false) {
+          lines.close();
+          child.stdout!.resume();
+        }
         resolve({ url: mainUrl, urls, child, logs, stop });
       }
     });

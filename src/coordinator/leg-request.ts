@@ -5,7 +5,7 @@ import {
   type MetaserverKvFields,
 } from '../engine-adapters/index.js';
 import {
-  buildMotorDispatch,
+  MOTOR_DISPATCH_SCHEMA_VERSION,
   MOTOR_DISPATCH_KEY,
   MOTOR_PREFILL_RESULT_KEY,
   type DispatchEndpoint,
@@ -42,8 +42,13 @@ function endpoint(instance: Instance): DispatchEndpoint {
   return { instance_id: instance.index, endpoint_id: 0, url: instance.url };
 }
 
+/**
+ * The envelope of one leg, built as a literal in the seed's key order: every field comes from Motor
+ * itself, so the schema check `buildMotorDispatch` would run (~10 µs a leg) is done by the unit test.
+ */
 export function dispatchFor(ids: AttemptIds, role: LegRole, route: Route): MotorDispatch {
-  return buildMotorDispatch({
+  return {
+    schema_version: MOTOR_DISPATCH_SCHEMA_VERSION,
     root_request_id: ids.rootRequestId,
     engine_request_id: ids.engineRequestId,
     pair_id: ids.pairId,
@@ -54,7 +59,7 @@ export function dispatchFor(ids: AttemptIds, role: LegRole, route: Route): Motor
       route.kind === 'pd'
         ? { prefill: endpoint(route.prefill), decode: endpoint(route.decode) }
         : { prefill: null, decode: null },
-  });
+  };
 }
 
 export interface LegInput {
