@@ -5,15 +5,15 @@
  *   same sim (the floor any proxy pays; skipped with a message when nginx is not installed).
  * All sims run with `--time-scale 0`, so model time is zero and every difference is proxy cost.
  *
- * 1. Added latency per request: sequential requests (concurrency 1), targets alternating round by
- *    round; p50/p99 over all samples, minus direct. Non-stream and stream.
+ * 1. Added latency per request: sequential requests (concurrency 1) after `--warmup` requests per
+ *    target and mode, targets alternating round by round; p50/p99 over all samples, minus direct. Non-stream and stream.
  * 2. Max throughput with wrk (servers pinned to core 0, wrk to core 1 with taskset): non-stream, and
  *    streaming with 1,000 concurrent streams.
  * 3. Memory of N concurrent idle streams through the coordinator (sim with a 10-minute ITL: the
  *    first token arrives, then the stream idles): coordinator RSS before and with N open.
  *
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
- *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--duration 10] [--idle-streams 9900]
+ *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 10] [--idle-streams 9900]
  *     [--phases latency,throughput,idle] [--json report.json]
  *   (the npm script builds first; or: npx tsx bench/overhead.ts …)
  * Folds in the former bench/coordinator-overhead.ts (its sequential latency comparison is step 1).
@@ -33,6 +33,7 @@ const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '5' },
     requests: { type: 'string', default: '200' },
+    warmup: { type: 'string', default: '2000' },
     'max-tokens': { type: 'string', default: '16' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '64' },
@@ -46,6 +47,7 @@ const { values } = parseArgs({
 const phases = new Set(values.phases.split(','));
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
+const warmup = Number(values.warmup);
 const maxTokens = Number(values['max-tokens']);
 const durationS = Number(values.duration);
 const connections = Number(values.connections);
@@ -261,7 +263,8 @@ try {
   if (phases.has('latency')) {
     const pools = new Map(targets.map(([n, u]) => [n, new Pool(u, { connections: 1 })]));
     cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
-    for (let i = 0; i < 200; i++) for (const p of pools.values()) await one(p, i % 2 === 0);
+    // V8 needs a few thousand requests to optimise the coordinator's hot path: measure it warm
+    for (let i = 0; i < 2 * warmup; i++) for (const p of pools.values()) await one(p, i % 2 === 0);
     const latency: Record<
       string,
       Record<string, { p50: number; p99: number; addedP50: number; addedP99: number }>
