@@ -729,18 +729,27 @@ export class Dispatcher {
       body.on('data', (chunk: Buffer) => {
         if (settled) return;
         const out = relay.push(chunk);
-        if (out === null) return;
-        session.obs.chunk(out);
-        if (!sink.committed) {
-          leg.obs.firstByte();
-          sink.commitStream();
-          attempt.committed();
-        } else {
-          attempt.touch();
+        // The engine's [DONE] (with no error before it) ends the answer: the last frames and our
+        // terminator leave in one socket write instead of waiting for the upstream's end of body.
+        const last = relay.sawDone && relay.upstreamError === null;
+        if (out !== null) {
+          session.obs.chunk(out);
+          if (!sink.committed) {
+            leg.obs.firstByte();
+            sink.commitStream();
+            attempt.committed();
+          } else {
+            attempt.touch();
+          }
+          if (last) sink.res.cork();
+          if (!sink.write(out) && !last) {
+            body.pause();
+            sink.res.once('drain', () => body.resume());
+          }
         }
-        if (!sink.write(out)) {
-          body.pause();
-          sink.res.once('drain', () => body.resume());
+        if (last) {
+          settle(null);
+          if (out !== null) sink.res.uncork();
         }
       });
       body.on('end', () => {
