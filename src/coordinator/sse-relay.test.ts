@@ -62,6 +62,19 @@ describe('SseRelay', () => {
       frame({ id: 'x' }) + frame({ id: 'y' }),
       { pending: 0 },
     ],
+    ['[DONE] alone', ['data: [DONE]\n\n'], '', { sawDone: true }],
+    [
+      'several frames then [DONE] in one chunk',
+      [tok('a') + tok('b') + tok('c') + 'data: [DONE]\n\n'],
+      tok('a') + tok('b') + tok('c'),
+      { sawDone: true, pending: 0 },
+    ],
+    [
+      'a frame needing a rewrite before [DONE] in one chunk',
+      [tok('a') + frame({ id: 'x', _motor_x: 1 }) + 'data: [DONE]\n\n'],
+      tok('a') + frame({ id: 'x' }),
+      { sawDone: true },
+    ],
     [
       '[DONE] after a blank line is still recognised',
       [tok('a') + '\ndata: [DONE]\n\n'],

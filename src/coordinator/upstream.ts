@@ -106,9 +106,15 @@ export class Upstreams {
   }
 }
 
-/** Reads a whole response body as a Buffer. */
-export async function readAll(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+/** Reads a whole response body as a Buffer (events, not `for await`: no async iterator per body). */
+export function readAll(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (body.destroyed) return reject(body.errored ?? new Error('response body destroyed before reading'));
+    const chunks: Buffer[] = [];
+    body.on('data', (chunk: Buffer) => chunks.push(chunk));
+    body.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    body.once('error', reject);
+    // destroyed without an error (an aborted leg): never leave the caller waiting
+    body.once('close', () => reject(new Error('response body closed before its end')));
+  });
 }
