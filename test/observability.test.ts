@@ -148,6 +148,10 @@ describe('coordinator observability (metrics, tracing, access log)', () => {
     }
     const missing = await rawPost(coord.url, '/v1/chat/completions', chat({ model: 'no-such-model' }));
     expect(missing.status).toBeGreaterThanOrEqual(400);
+    // refused by the gateway before dispatch: counted too
+    const invalid = await rawPost(coord.url, '/v1/chat/completions', { model: MODEL, messages: [] });
+    expect(invalid.status).toBe(400);
+    expect((await fetch(`${coord.url}/v1/chat/completions`)).status).toBe(405);
 
     const res = await fetch(`${coord.url}/metrics`);
     expect(res.status).toBe(200);
@@ -175,9 +179,10 @@ describe('coordinator observability (metrics, tracing, access log)', () => {
     const failed = [...m.entries()].filter(
       ([k]) => k.startsWith('motor_requests_total{') && !k.includes('outcome="ok"'),
     );
-    expect(failed).toHaveLength(1);
-    expect(failed[0]![0]).toContain('plan="none"');
-    expect(failed[0]![1]).toBe(1);
+    expect(failed).toHaveLength(3);
+    for (const [k] of failed) expect(k).toContain('plan="none"');
+    expect(m.get(`motor_requests_total{${route},plan="none",outcome="invalid_request"}`)).toBe(1);
+    expect(m.get(`motor_requests_total{${route},plan="none",outcome="method_not_allowed"}`)).toBe(1);
 
     // Cardinality: labels come from fixed sets and instance ids; never request ids or user input.
     expect(text).not.toContain('req-');

@@ -67,6 +67,7 @@ export async function startCoordinator(
     log,
     scheduling,
     extraRoutes: obs.routes,
+    observer: obs.observability,
   });
   try {
     boundUrl = await listen(server, config.server.port, config.server.host);

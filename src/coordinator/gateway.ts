@@ -4,6 +4,7 @@ import { BodyTooLargeError, parseJson, readBody, sendError, sendJson } from '../
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import { parseMetaserverKvFields } from '../engine-adapters/index.js';
+import type { DispatchObserver } from '../observability/dispatch-observer.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { InstanceSource } from './instance-source.js';
 import { MotorError } from './motor-error.js';
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, method: string, path: string) => boolean;
   /** Admission control (concurrency limit, queue, per-key rate limit) before scheduling. */
   scheduling: Pick<SchedulingAdapter, 'admission'>;
+  /** Counts API requests refused before dispatch (the dispatcher reports the others). */
+  observer?: Pick<DispatchObserver, 'rejected'>;
 }
 
 const API_ROUTES: Record<string, ApiKind> = {
@@ -63,7 +66,7 @@ export function createGateway(deps: GatewayDeps): Server {
     const kind = API_ROUTES[path];
     if (kind !== undefined) {
       if (method !== 'POST')
-        return renderError(res, new MotorError('method_not_allowed', `use POST for ${path}`));
+        return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
       return completions(req, res, path, kind);
     }
     if (deps.extraRoutes?.(req, res, method, path)) return;
@@ -96,40 +99,47 @@ export function createGateway(deps: GatewayDeps): Server {
     return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : '';
   }
 
+  const UNAUTHORIZED = (): MotorError =>
+    new MotorError('unauthorized', 'missing or invalid API key (Authorization: Bearer <key>)');
+
   function unauthorized(res: ServerResponse): void {
-    renderError(
-      res,
-      new MotorError('unauthorized', 'missing or invalid API key (Authorization: Bearer <key>)'),
-      {
-        'www-authenticate': 'Bearer',
-      },
-    );
+    renderError(res, UNAUTHORIZED(), { 'www-authenticate': 'Bearer' });
   }
 
-  async function readJson(req: IncomingMessage, res: ServerResponse): Promise<{ value: unknown } | null> {
+  /** An API request refused before dispatch: rendered and counted (motor_requests_total, access log). */
+  function refuse(
+    res: ServerResponse,
+    path: string,
+    err: MotorError,
+    headers?: Record<string, string>,
+  ): void {
+    deps.observer?.rejected?.(path, err.status, err.code);
+    renderError(res, err, headers);
+  }
+
+  type JsonBody = { value: unknown } | { error: MotorError; headers?: Record<string, string> } | null;
+
+  /** The parsed body, or the error to answer with; null when the client went away mid-body. */
+  async function readJson(req: IncomingMessage, res: ServerResponse): Promise<JsonBody> {
     let buf: Buffer;
     try {
       buf = await readBody(req, config.server.maxBodyBytes);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) {
-        renderError(res, new MotorError('body_too_large', err.message), { connection: 'close' });
-      } else {
-        res.destroy();
-      }
+      if (err instanceof BodyTooLargeError)
+        return { error: new MotorError('body_too_large', err.message), headers: { connection: 'close' } };
+      res.destroy();
       return null;
     }
     const parsed = parseJson(buf);
-    if (!parsed.ok) {
-      renderError(res, new MotorError('invalid_request', parsed.message));
-      return null;
-    }
+    if (!parsed.ok) return { error: new MotorError('invalid_request', parsed.message) };
     // JSON.parse accepts any depth, but re-serialising a very deep body overflows the stack (500).
     if (nestedDeeperThan(parsed.value, MAX_JSON_DEPTH)) {
-      renderError(
-        res,
-        new MotorError('invalid_request', `request body is nested deeper than ${MAX_JSON_DEPTH} levels`),
-      );
-      return null;
+      return {
+        error: new MotorError(
+          'invalid_request',
+          `request body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+        ),
+      };
     }
     return { value: parsed.value };
   }
@@ -140,14 +150,15 @@ export function createGateway(deps: GatewayDeps): Server {
     path: string,
     kind: ApiKind,
   ): Promise<void> {
-    if (!authorized(req)) return unauthorized(res);
+    if (!authorized(req)) return refuse(res, path, UNAUTHORIZED(), { 'www-authenticate': 'Bearer' });
     const body = await readJson(req, res);
     if (body === null) return;
+    if ('error' in body) return refuse(res, path, body.error, body.headers);
     let client;
     try {
       client = validateClientRequest(kind, body.value);
     } catch (err) {
-      if (err instanceof MotorError) return renderError(res, err);
+      if (err instanceof MotorError) return refuse(res, path, err);
       throw err;
     }
     // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After.
@@ -165,9 +176,13 @@ export function createGateway(deps: GatewayDeps): Server {
     const ticket = admitted instanceof Promise ? await admitted : admitted;
     if (onClose) res.off('close', onClose);
     if (!ticket.admitted) {
-      if (ticket.reason === 'aborted') return void res.destroy();
-      return renderError(
+      if (ticket.reason === 'aborted') {
+        deps.observer?.rejected?.(path, 499, 'client_disconnect');
+        return void res.destroy();
+      }
+      return refuse(
         res,
+        path,
         new MotorError(ticket.status === 429 ? 'rate_limited' : 'overloaded', ticket.message),
         { 'retry-after': String(ticket.retryAfterSeconds) },
       );
@@ -197,6 +212,7 @@ export function createGateway(deps: GatewayDeps): Server {
   async function metaserver(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req, res);
     if (body === null) return;
+    if ('error' in body) return renderError(res, body.error, body.headers);
     const parsed = parseMetaserverKvFields(body.value);
     if (!parsed.ok) {
       const id = (body.value as { request_id?: unknown } | null)?.request_id;

@@ -11,6 +11,11 @@ import { DispatchStopState, enumValues } from '../protocol/index.js';
 export interface DispatchObserver {
   /** A client request reached the dispatcher (validated). */
   requestStart(info: RequestStartInfo): RequestObserver;
+  /**
+   * A request to an API route was refused by the gateway before dispatch (method, auth, body,
+   * validation, admission): `code` is the MotorError code sent with `status`.
+   */
+  rejected?(path: string, status: number, code: string): void;
 }
 
 export interface RequestStartInfo {

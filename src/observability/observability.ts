@@ -88,6 +88,11 @@ export class Observability implements DispatchObserver {
     return new RequestRecord(this, info);
   }
 
+  rejected(path: string, status: number, code: string): void {
+    this.metrics.requests.inc({ route: boundedRoute(path), plan: 'none', outcome: boundedCode(code) });
+    this.accessLog?.info({ route: path, status, outcome: code, attempts: 0 }, 'request');
+  }
+
   /** Called by RequestRecord.end. */
   finish(rec: RequestRecord, summary: RequestSummary): void {
     this.metrics.inFlight.dec();
