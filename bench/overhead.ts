@@ -13,12 +13,13 @@
  *    first token arrives, then the stream idles): coordinator RSS before and with N open.
  *
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
- *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 10] [--idle-streams 9900]
- *     [--phases latency,throughput,idle] [--json report.json]
+ *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 5] [--tput-runs 3]
+ *     [--idle-streams 9900] [--phases latency,throughput,idle] [--json report.json]
  *   (the npm script builds first; or: npx tsx bench/overhead.ts …)
  * Folds in the former bench/coordinator-overhead.ts (its sequential latency comparison is step 1).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -35,7 +36,8 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '200' },
     warmup: { type: 'string', default: '2000' },
     'max-tokens': { type: 'string', default: '16' },
-    duration: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '5' },
+    'tput-runs': { type: 'string', default: '3' },
     connections: { type: 'string', default: '64' },
     streams: { type: 'string', default: '1000' },
     // 2 fds per stream in the coordinator; the default stays under a 20,000 open-files limit
@@ -50,6 +52,7 @@ const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const maxTokens = Number(values['max-tokens']);
 const durationS = Number(values.duration);
+const tputRuns = Number(values['tput-runs']);
 const connections = Number(values.connections);
 const streams = Number(values.streams);
 const idleStreams = Number(values['idle-streams']);
@@ -186,6 +189,7 @@ async function wrk(
   url: string,
   stream: boolean,
   conns: number,
+  seconds = durationS,
 ): Promise<{ rps: number; p50: number; p99: number }> {
   const script = join(dir, `wrk-${stream}.lua`);
   await writeFile(
@@ -201,7 +205,7 @@ async function wrk(
     '-c',
     String(conns),
     '-d',
-    `${durationS}s`,
+    `${seconds}s`,
     '--timeout',
     '30s',
     '-s',
@@ -312,23 +316,33 @@ try {
         '-c',
         `for p in $(pgrep -P ${nginx.proc.pid}); do taskset -a -cp 0 $p >/dev/null; done`,
       ]);
-    const tput: Record<string, Record<string, { rps: number; p50: number; p99: number }>> = {};
+    // One wrk run swings by ±30 % on this shared machine: targets take turns, run after run, and
+    // the median run of each counts (every run's req/s is kept in the report).
+    type Run = { rps: number; p50: number; p99: number };
+    const tput: Record<string, Record<string, Run & { runs: number[] }>> = {};
     for (const [mode, stream, conns] of [
       ['non-stream', false, connections],
       [`stream (${streams} concurrent)`, true, streams],
     ] as Array<[string, boolean, number]>) {
+      const runs = new Map<string, Run[]>(targets.map(([n]) => [n, []]));
+      for (const [, u] of targets) await wrk(u, stream, conns, 2); // warm-up
+      for (let r = 0; r < tputRuns; r++)
+        for (const [n, u] of targets) runs.get(n)!.push(await wrk(u, stream, conns));
       tput[mode] = {};
-      for (const [n, u] of targets) tput[mode][n] = await wrk(u, stream, conns);
+      for (const [n, rs] of runs) {
+        const median = [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)]!;
+        tput[mode][n] = { ...median, runs: rs.map((x) => Math.round(x.rps)) };
+      }
     }
     report.throughput = tput;
     console.log(
-      `\nthroughput (wrk -t1, ${durationS} s, servers pinned to core 0, wrk to core 1${TASKSET ? '' : ' — taskset missing, not pinned'})`,
+      `\nthroughput (wrk -t1, median of ${tputRuns} × ${durationS} s per target, servers pinned to core 0, wrk to core 1${TASKSET ? '' : ' — taskset missing, not pinned'})`,
     );
-    console.log('mode                          target        req/s    p50 ms    p99 ms');
+    console.log('mode                          target        req/s    p50 ms    p99 ms   runs (req/s)');
     for (const [mode, rows] of Object.entries(tput))
       for (const [n, v] of Object.entries(rows))
         console.log(
-          `${mode.padEnd(29)} ${n.padEnd(12)} ${v.rps.toFixed(0).padStart(7)} ${v.p50.toFixed(2).padStart(9)} ${v.p99.toFixed(2).padStart(9)}`,
+          `${mode.padEnd(29)} ${n.padEnd(12)} ${v.rps.toFixed(0).padStart(7)} ${v.p50.toFixed(2).padStart(9)} ${v.p99.toFixed(2).padStart(9)}   ${v.runs.join(' ')}`,
         );
     if (nginx) {
       for (const mode of Object.keys(tput))
@@ -362,6 +376,7 @@ try {
     // (no warm-up request: with a 10-minute ITL a non-stream answer would take hours)
     const before = await rssKiB(idleCoord.child.pid!);
     const ctl = new AbortController();
+    setMaxListeners(idleStreams + 10, ctl.signal); // one signal ends every idle stream
     let open = 0;
     const bodies: Array<Promise<unknown>> = [];
     const t0 = performance.now();
