@@ -71,6 +71,10 @@ const FIELD_TYPES: Record<string, [Check, string]> = {
   return_token_ids: [isBool, 'a boolean'],
 };
 
+const FIELD_TYPE_LIST = Object.entries(FIELD_TYPES).map(
+  ([key, [check, what]]) => [key, check, what] as const,
+);
+
 /**
  * Gateway validation of a parsed body: an object with `model` and `messages` (chat) or `prompt`
  * (completions), sane types for the common fields, and no internal keys. Engines validate the rest.
@@ -104,7 +108,7 @@ export function validateClientRequest(kind: ApiKind, value: unknown): ClientRequ
     if (!ok)
       throw invalid("'prompt' is required and must be a string, an array of strings or token ids", 'prompt');
   }
-  for (const [key, [check, what]] of Object.entries(FIELD_TYPES)) {
+  for (const [key, check, what] of FIELD_TYPE_LIST) {
     const v = value[key];
     if (v !== undefined && v !== null && !check(v)) throw invalid(`'${key}' must be ${what}`, key);
   }

@@ -36,8 +36,21 @@ export class UpstreamAbort extends EventEmitter {
  */
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
+  private readonly targets = new Map<string, { origin: string; base: string }>();
 
   constructor(private readonly opts: UpstreamOptions) {}
+
+  /** Origin and path prefix of an instance URL, parsed once per URL (not per request). */
+  private target(url: string): { origin: string; base: string } {
+    let t = this.targets.get(url);
+    if (!t) {
+      const u = new URL(url);
+      t = { origin: u.origin, base: u.pathname.replace(/\/+$/, '') };
+      if (this.targets.size >= 4096) this.targets.clear(); // bounded under registry churn
+      this.targets.set(url, t);
+    }
+    return t;
+  }
 
   private poolFor(origin: string): Pool {
     let pool = this.pools.get(origin);
@@ -55,9 +68,8 @@ export class Upstreams {
   }
 
   request(instance: Pick<Instance, 'url'>, req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
-    const url = new URL(instance.url);
-    const base = url.pathname.replace(/\/+$/, '');
-    return this.poolFor(url.origin).request({
+    const { origin, base } = this.target(instance.url);
+    return this.poolFor(origin).request({
       method: req.method ?? 'POST',
       path: base + req.path,
       headers: req.body !== undefined ? { 'content-type': 'application/json', ...req.headers } : req.headers,
