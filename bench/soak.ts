@@ -87,6 +87,8 @@ await writeFile(
       },
       { id: 'U', url: sims[2]!.child.url, role: 'union', mode: 'direct', models: [MODEL] },
     ],
+    // as `motor up` runs it: P/D requests fall back to the union instance while the pair is broken
+    dispatch: { fallbackToSingle: true },
     retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 200 },
     timeouts: { firstTokenMs: 10_000, idleMs: 10_000, totalMs: 30_000 },
   }),
