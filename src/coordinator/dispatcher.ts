@@ -667,11 +667,12 @@ export class Dispatcher {
     leg.obs.firstByte();
     if (waitPrefill) await waitPrefill;
     if (attempt.failure) return attempt.failure;
-    if (needsRewrite(body, session.rewrite)) {
+    let asIs = !needsRewrite(body, session.rewrite);
+    if (!asIs) {
       const cut = withoutTrailingNullKv(body);
-      if (cut !== null && !needsRewrite(cut, session.rewrite)) body = cut;
+      if (cut !== null && !needsRewrite(cut, session.rewrite)) [body, asIs] = [cut, true];
     }
-    if (!needsRewrite(body, session.rewrite)) {
+    if (asIs) {
       // nothing to merge or strip: relay the engine's bytes as they are (no parse, no stringify)
       attempt.committed();
       session.sink.sendBytes(200, body, String(res.headers['content-type'] ?? 'application/json'));

@@ -99,11 +99,12 @@ export function createGateway(deps: GatewayDeps): Server {
     return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : '';
   }
 
-  const UNAUTHORIZED = (): MotorError =>
+  const unauthorizedError = (): MotorError =>
     new MotorError('unauthorized', 'missing or invalid API key (Authorization: Bearer <key>)');
+  const BEARER_CHALLENGE = { 'www-authenticate': 'Bearer' };
 
   function unauthorized(res: ServerResponse): void {
-    renderError(res, UNAUTHORIZED(), { 'www-authenticate': 'Bearer' });
+    renderError(res, unauthorizedError(), BEARER_CHALLENGE);
   }
 
   /** An API request refused before dispatch: rendered and counted (motor_requests_total, access log). */
@@ -150,7 +151,7 @@ export function createGateway(deps: GatewayDeps): Server {
     path: string,
     kind: ApiKind,
   ): Promise<void> {
-    if (!authorized(req)) return refuse(res, path, UNAUTHORIZED(), { 'www-authenticate': 'Bearer' });
+    if (!authorized(req)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
     const body = await readJson(req, res);
     if (body === null) return;
     if ('error' in body) return refuse(res, path, body.error, body.headers);
