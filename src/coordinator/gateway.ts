@@ -74,7 +74,12 @@ export function createGateway(deps: GatewayDeps): Server {
       case 'GET /health':
         return sendJson(res, 200, { status: 'ok' });
       case 'GET /ready': {
-        const report = topologyReport(deps.source.routable(), config.dispatch);
+        const { fallback, planPreference } = config.scheduling.library;
+        const report = topologyReport(deps.source.routable(), {
+          unionFallback: fallback.union,
+          degradedPrefill: fallback.degradedPrefill,
+          planPreference,
+        });
         return sendJson(res, report.ready ? 200 : 503, { ready: report.ready, models: report.models });
       }
       case 'GET /v1/models':

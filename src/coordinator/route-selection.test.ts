@@ -21,21 +21,69 @@ function fleet(...specs: Array<[string, Record<string, unknown>]>): Instance[] {
 }
 
 // Request routing (conformance 12–16) is tested through the scheduler in scheduling-adapter.test.ts.
-describe('topology report', () => {
-  it('topology report drives /ready', () => {
-    const opts = { fallbackToSingle: false, planPreference: ['prefill_handoff_decode' as const] };
-    expect(topologyReport(fleet(['prefill', H], ['decode', H]), opts).ready).toBe(true);
-    expect(topologyReport(fleet(['prefill', H], ['decode', T]), opts).ready).toBe(false);
-    expect(topologyReport([], opts).ready).toBe(false);
-    expect(topologyReport(fleet(['prefill', S], ['decode', S]), opts).models['*']).toBe(
-      'concurrent_engine_sync',
-    );
-    expect(topologyReport(fleet(['union', N]), opts).models['*']).toBe('single');
-    expect(topologyReport(fleet(['prefill', N], ['decode', H]), opts).models['*']).toMatch(
+describe("topology report (/ready), with the scheduler's fallback rules", () => {
+  const off = {
+    unionFallback: false,
+    degradedPrefill: false,
+    planPreference: ['prefill_handoff_decode' as const],
+  };
+  const on = { ...off, unionFallback: true, degradedPrefill: true };
+  it.each<[string, Instance[], typeof off, string | RegExp, boolean]>([
+    ['compatible pair', fleet(['prefill', H], ['decode', H]), off, 'prefill_handoff_decode', true],
+    ['SGLang pair', fleet(['prefill', S], ['decode', S]), off, 'concurrent_engine_sync', true],
+    [
+      'incompatible pair, no fallback',
+      fleet(['prefill', H], ['decode', T]),
+      off,
+      /shares a dispatch plan/,
+      false,
+    ],
+    [
+      'unknown profile',
+      fleet(['prefill', N], ['decode', H]),
+      off,
       /prefill instances advertise no dispatch capability/,
-    );
-    expect(topologyReport(fleet(['prefill', H]), { ...opts, fallbackToSingle: true }).models['*']).toBe(
+      false,
+    ],
+    ['union only', fleet(['union', N]), off, 'single', true],
+    [
+      'incompatible pair + union, union fallback',
+      fleet(['prefill', H], ['decode', T], ['union', N]),
+      { ...off, unionFallback: true },
+      'single',
+      true,
+    ],
+    [
+      'incompatible pair + union, no fallback',
+      fleet(['prefill', H], ['decode', T], ['union', N]),
+      off,
+      /scheduling\.fallback/,
+      false,
+    ],
+    [
+      'prefill only, degraded fallback',
+      fleet(['prefill', H]),
+      { ...off, degradedPrefill: true },
       'single (degraded)',
-    );
+      true,
+    ],
+    [
+      'prefill only, no fallback',
+      fleet(['prefill', H]),
+      { ...off, unionFallback: true },
+      /prefill-only fleet/,
+      false,
+    ],
+    // the scheduler has no degraded decode-only route: /ready must not claim one
+    ['decode only, fallbacks on', fleet(['decode', H]), on, /decode-only fleet/, false],
+  ])('%s', (_name, instances, opts, expected, ready) => {
+    const report = topologyReport(instances, opts);
+    if (typeof expected === 'string') expect(report.models['*']).toBe(expected);
+    else expect(report.models['*']).toMatch(expected);
+    expect(report.ready).toBe(ready);
+  });
+
+  it('an empty fleet is not ready', () => {
+    expect(topologyReport([], on).ready).toBe(false);
   });
 });

@@ -13,8 +13,12 @@ export type Route =
   | { kind: 'pd'; plan: DispatchPlan; flow: PdFlow; prefill: Instance; decode: Instance }
   | { kind: 'single'; instance: Instance; degraded: boolean };
 
+/** The scheduler's own fallback rules (`scheduling.fallback`, resolved), so `/ready` agrees with it. */
 export interface RouteOptions {
-  fallbackToSingle: boolean;
+  /** No P/D pair → single-instance dispatch on a union instance. */
+  unionFallback: boolean;
+  /** No decode instance → degraded single-instance dispatch on a prefill instance. */
+  degradedPrefill: boolean;
   planPreference: readonly DispatchPlan[];
 }
 
@@ -64,14 +68,12 @@ function routeAmong(
       return { kind: 'pd', plan, flow: flowFor(plan, prefill), prefill, decode };
     }
   }
-  if (unions.length > 0 && ((prefills.length === 0 && decodes.length === 0) || opts.fallbackToSingle)) {
+  if (unions.length > 0 && ((prefills.length === 0 && decodes.length === 0) || opts.unionFallback)) {
     return { kind: 'single', instance: scheduler.pick(unions, 'single'), degraded: false };
   }
-  if (opts.fallbackToSingle && unions.length === 0) {
-    if (decodes.length === 0)
-      return { kind: 'single', instance: scheduler.pick(prefills, 'single'), degraded: true };
-    if (prefills.length === 0)
-      return { kind: 'single', instance: scheduler.pick(decodes, 'single'), degraded: true };
+  // like the scheduler: degraded single on a prefill instance only (a decode-only fleet has no route)
+  if (opts.degradedPrefill && prefills.length > 0 && decodes.length === 0) {
+    return { kind: 'single', instance: scheduler.pick(prefills, 'single'), degraded: true };
   }
   throw noRouteError(model, prefills, decodes, unions, opts);
 }
@@ -91,7 +93,10 @@ function noRouteError(
   unions: Instance[],
   opts: RouteOptions,
 ): MotorError {
-  const hint = opts.fallbackToSingle ? '' : '; set dispatch.fallbackToSingle to serve it on one instance';
+  const hint =
+    opts.unionFallback && opts.degradedPrefill
+      ? ''
+      : '; set dispatch.fallbackToSingle (or scheduling.fallback) to serve it on one instance';
   let message: string;
   if (prefills.length > 0 && decodes.length > 0) {
     const p = dispatchPlanUnion(prefills.map(capable));
