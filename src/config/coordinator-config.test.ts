@@ -36,6 +36,7 @@ describe('coordinator config validation', () => {
     [{ retry: { maxAttempts: 0 } }, 'retry.maxAttempts: Too small: expected number to be >=1'],
     [{ timeouts: { idleMs: -1 } }, 'timeouts.idleMs: Too small: expected number to be >=0'],
     [{ bogus: 1 }, "(root): unknown key(s) 'bogus'"],
+    [{ observability: { requireApiKey: true } }, 'observability.requireApiKey: needs server.apiKeys'],
     [
       { instances: [{ url: 'http://a:1', role: 'prefill', dispatchProfile: 'nope' }] },
       'instances[0].dispatchProfile: Unsupported dispatch_profile',

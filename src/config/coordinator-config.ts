@@ -212,6 +212,13 @@ export const coordinatorConfigSchema = z.strictObject({
         .default(100)
         .describe('request summaries (leg timelines) kept for the dashboard'),
       accessLog: z.boolean().default(true).describe('one `request` JSON log line per client request'),
+      requireApiKey: z
+        .boolean()
+        .default(false)
+        .describe(
+          'require `Authorization: Bearer <one of server.apiKeys>` on `/metrics` and `/dashboard/api/state` ' +
+            '(open the dashboard as `/dashboard#key=<key>`: the page sends the key, the fragment never leaves the browser)',
+        ),
       tracing: z
         .strictObject({
           enabled: z.boolean().default(false).describe('OpenTelemetry spans per request and per leg'),
@@ -303,6 +310,8 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
     }
     return { ...inst, id, index, dispatchCapabilities: capabilities, profile };
   });
+  if (parsed.data.observability.requireApiKey && parsed.data.server.apiKeys.length === 0)
+    issues.push('observability.requireApiKey: needs server.apiKeys');
   if (parsed.data.registry.store === 'etcd' && parsed.data.registry.endpoints.length === 0)
     issues.push('registry.endpoints: store etcd needs at least one endpoint');
   const scheduling = resolveSchedulingSection(parsed.data.scheduling, {

@@ -54,7 +54,11 @@ export async function createCoordinatorObservability(
   const routes = createObservabilityRoutes(
     observability,
     { instances, circuitStates: providers.circuitStates },
-    { metrics: cfg.metrics, dashboard: cfg.dashboard },
+    {
+      metrics: cfg.metrics,
+      dashboard: cfg.dashboard,
+      apiKeys: cfg.requireApiKey ? config.server.apiKeys : undefined,
+    },
   );
   return { observability, routes, close: () => observability.close() };
 }

@@ -94,6 +94,9 @@ export const DASHBOARD_HTML = `<!doctype html>
   'use strict';
   var params = new URLSearchParams(location.search);
   var intervalMs = Math.max(200, Number(params.get('interval')) || 1000);
+  // observability.requireApiKey: the key comes in the URL fragment, which the browser never sends
+  var key = new URLSearchParams(location.hash.slice(1)).get('key');
+  var authHeaders = key ? { authorization: 'Bearer ' + key } : {};
   var $ = function (id) { return document.getElementById(id); };
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -198,7 +201,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   }
 
   function poll() {
-    fetch('/dashboard/api/state', { cache: 'no-store' })
+    fetch('/dashboard/api/state', { cache: 'no-store', headers: authHeaders })
       .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); return r.json(); })
       .then(render)
       .catch(function (e) { var st = $('status'); st.className = ''; st.textContent = 'disconnected: ' + e.message; })

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendError } from '../common/http.js';
 import type { CircuitStateProvider, InstanceView } from './coordinator-metrics.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
 import type { Observability } from './observability.js';
@@ -23,10 +24,34 @@ const PAGE_HEADERS = {
 export function createObservabilityRoutes(
   obs: Observability,
   sources: DashboardSources,
-  opts: { metrics: boolean; dashboard: boolean; startedAt?: number },
+  opts: {
+    metrics: boolean;
+    dashboard: boolean;
+    startedAt?: number;
+    /** When set, `/metrics` and the dashboard's state need `Authorization: Bearer <one of these>`. */
+    apiKeys?: readonly string[];
+  },
 ): (req: IncomingMessage, res: ServerResponse, method: string, path: string) => boolean {
   const startedAt = opts.startedAt ?? Date.now();
   const page = Buffer.from(DASHBOARD_HTML);
+  const keys = opts.apiKeys ? new Set(opts.apiKeys) : null;
+
+  /** False (after answering 401) when keys are required and the request has none of them. */
+  function authorized(req: IncomingMessage, res: ServerResponse): boolean {
+    if (keys === null) return true;
+    const h = req.headers.authorization;
+    if (typeof h === 'string' && h.startsWith('Bearer ') && keys.has(h.slice(7).trim())) return true;
+    res.setHeader('www-authenticate', 'Bearer');
+    sendError(
+      res,
+      401,
+      'missing or invalid API key (Authorization: Bearer <key>)',
+      undefined,
+      null,
+      'unauthorized',
+    );
+    return false;
+  }
 
   function state(): unknown {
     const now = Date.now();
@@ -56,6 +81,7 @@ export function createObservabilityRoutes(
   return (req, res, method, path) => {
     if (method !== 'GET' && method !== 'HEAD') return false;
     if (opts.metrics && path === '/metrics') {
+      if (!authorized(req, res)) return true;
       obs.metrics.render().then(
         ({ contentType, body }) => {
           res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
@@ -75,6 +101,7 @@ export function createObservabilityRoutes(
       return true;
     }
     if (path === '/dashboard/api/state') {
+      if (!authorized(req, res)) return true;
       const body = JSON.stringify(state());
       res.writeHead(200, {
         'content-type': 'application/json',
