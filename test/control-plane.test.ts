@@ -66,6 +66,12 @@ describe('control plane: two coordinators sharing one etcd', () => {
   };
   const mgmt = (c: Coordinator, method: string, path: string, body?: unknown): Promise<HttpResult> =>
     http(c.mgmt, method, path, body, auth);
+  /** `motor engine-proxy` args for a union proxy in front of s2 that self-registers (300 ms heartbeats). */
+  const registeringProxy = (registerUrl: string, id: string): string[] => [
+    'engine-proxy',
+    ...['--engine-url', s2.url, '--role', 'union', '--port', '0'],
+    ...['--register', registerUrl, '--register-token', TOKEN, '--instance-id', id, '--heartbeat-ms', '300'],
+  ];
   /** Inference requests a sim has seen (finished or running). */
   const seen = async (sim: MotorChild): Promise<number> => {
     const r = (await http(sim.url, 'GET', '/debug/requests')).json as {
@@ -147,25 +153,7 @@ describe('control plane: two coordinators sharing one etcd', () => {
   });
 
   it('an engine proxy self-registers through one replica; after SIGKILL its lease expires on both', async () => {
-    const proxy = await spawn([
-      'engine-proxy',
-      '--engine-url',
-      s2.url,
-      '--role',
-      'union',
-      '--port',
-      '0',
-      '--register',
-      c2.mgmt,
-      '--register-token',
-      TOKEN,
-      '--instance-id',
-      'proxied',
-      '--model',
-      MODEL,
-      '--heartbeat-ms',
-      '300',
-    ]);
+    const proxy = await spawn([...registeringProxy(c2.mgmt, 'proxied'), '--model', MODEL]);
     const onC1 = await until('proxied routable on c1', async () => {
       const v = await instance(c1, 'proxied');
       return v?.routable ? v : undefined;
@@ -188,23 +176,7 @@ describe('control plane: two coordinators sharing one etcd', () => {
 
   it('an engine proxy stopped with SIGTERM drains (its running stream completes), then deregisters from both', async () => {
     expect((await mgmt(c1, 'POST', '/v1/instances/u1/pause')).json.state).toBe('paused');
-    const proxy = await spawn([
-      'engine-proxy',
-      '--engine-url',
-      s2.url,
-      '--role',
-      'union',
-      '--port',
-      '0',
-      '--register',
-      c1.mgmt,
-      '--register-token',
-      TOKEN,
-      '--instance-id',
-      'leaving',
-      '--heartbeat-ms',
-      '300',
-    ]);
+    const proxy = await spawn(registeringProxy(c1.mgmt, 'leaving'));
     await until('leaving routable on c1', async () => (await instance(c1, 'leaving'))?.routable);
     await http(s2.url, 'POST', '/debug/faults', { slow_decode_factor: 100 }); // ~3.6 s stream
     const stream = (async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
 import {
   MODEL,
+  NIXL,
   rawPost,
   startCoordinatorProcess,
   startSim,
@@ -15,8 +16,6 @@ import { launchChromium, PNG_STATS_SCRIPT, type HeadlessChromium } from './helpe
  * serves some requests, the page renders the fleet, live totals and P→D timelines, and the
  * screenshot is a real, non-blank image.
  */
-
-const NIXL = { kv_connector: 'NixlConnector' };
 
 interface PngStats {
   width: number;

@@ -15,6 +15,9 @@ export interface SimSpec {
 }
 
 export const MODEL = 'motor-sim-7b';
+/** `kvTransferConfig` of vLLM instances with the handoff (NIXL) and the layer-wise trigger (Mooncake) connector. */
+export const NIXL = { kv_connector: 'NixlConnector' };
+export const LAYERWISE = { kv_connector: 'MooncakeLayerwiseConnector' };
 
 /** Generous: the full suite starts many processes at once on two cores. */
 const SPAWN_TIMEOUT_MS = 60_000;

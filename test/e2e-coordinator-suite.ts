@@ -4,7 +4,10 @@ import type { MotorChild } from '../src/cluster/motor-child.js';
 import { http, sseEvents } from '../src/simulator/testing.js';
 import {
   engineIdOf,
+  eventually,
+  LAYERWISE,
   MODEL,
+  NIXL,
   rawPost,
   recorded,
   resetSim,
@@ -14,7 +17,6 @@ import {
   startEngineProxy,
   startSim,
   stopAllSpawned,
-  eventually,
   type CoordinatorHandle,
 } from './e2e-cluster.js';
 
@@ -81,8 +83,6 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
       startSim({ role: 'union' }),
     ]);
     sims = { vllmP, vllmD, sglP, sglD, union };
-    const NIXL = { kv_transfer_config: { kv_connector: 'NixlConnector' } };
-    const LAYERWISE = { kv_transfer_config: { kv_connector: 'MooncakeLayerwiseConnector' } };
     const SGLANG = { engine_type: 'sglang' };
     // instance URL per (sim, engine config): the sim itself (direct) or an engine proxy in front of it
     const front = async (sim: MotorChild, role: string, engineConfig: Record<string, unknown> | null) =>
@@ -94,10 +94,10 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
             engineConfig,
           )).url;
     const [hP, hD, tP, tD, bP, bD, u] = await Promise.all([
-      front(vllmP, 'prefill', NIXL),
-      front(vllmD, 'decode', NIXL),
-      front(vllmP, 'prefill', LAYERWISE),
-      front(vllmD, 'decode', LAYERWISE),
+      front(vllmP, 'prefill', { kv_transfer_config: NIXL }),
+      front(vllmD, 'decode', { kv_transfer_config: NIXL }),
+      front(vllmP, 'prefill', { kv_transfer_config: LAYERWISE }),
+      front(vllmD, 'decode', { kv_transfer_config: LAYERWISE }),
       front(sglP, 'prefill', SGLANG),
       front(sglD, 'decode', SGLANG),
       front(union, 'union', null),
@@ -109,11 +109,11 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
     const started = await Promise.all([
       startCoordinatorProcess({
         ...common,
-        instances: pd(hP!, hD!, { kvTransferConfig: NIXL.kv_transfer_config }),
+        instances: pd(hP!, hD!, { kvTransferConfig: NIXL }),
       }),
       startCoordinatorProcess({
         ...common,
-        instances: pd(tP!, tD!, { kvTransferConfig: LAYERWISE.kv_transfer_config }),
+        instances: pd(tP!, tD!, { kvTransferConfig: LAYERWISE }),
       }),
       startCoordinatorProcess({ ...common, instances: pd(bP!, bD!, { engine: 'sglang' }) }),
       startCoordinatorProcess({

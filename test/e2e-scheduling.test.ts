@@ -5,7 +5,9 @@ import { http } from '../src/simulator/testing.js';
 import {
   engineIdOf,
   eventually,
+  LAYERWISE,
   MODEL,
+  NIXL,
   rawPost,
   recorded,
   resetSim,
@@ -24,8 +26,6 @@ import {
  * (conformance 16). Nothing here depends on how fast the machine is: waits are lower bounds or polls.
  */
 
-const NIXL = { kv_connector: 'NixlConnector' };
-const LAYERWISE = { kv_connector: 'MooncakeLayerwiseConnector' };
 const OPEN_MS = 1000;
 
 let P: MotorChild[] = [];

@@ -2,10 +2,13 @@ import { writeFile } from 'node:fs/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
+import { seededRandom } from '../src/scheduling/index.js';
 import { http, sseEvents, type LedgerSnapshot } from '../src/simulator/testing.js';
 import {
-  MODEL,
   engineIdOf,
+  LAYERWISE,
+  MODEL,
+  NIXL,
   recorded,
   resetSim,
   setFaults,
@@ -158,18 +161,6 @@ function classify(status: number, text: string, stream: boolean): { outcome: Out
   return { outcome: 'ok', detail: '' };
 }
 
-/** Seeded PRNG (mulberry32) for the disconnect points. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function percentile(xs: number[], p: number): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -192,14 +183,12 @@ describe('fault matrix', () => {
       startSim({ role: 'decode', engine: 'sglang', args: simArgs }),
     ]);
     sims = { vllmP, vllmD, sglP, sglD };
-    const NIXL = { kv_transfer_config: { kv_connector: 'NixlConnector' } };
-    const LAYERWISE = { kv_transfer_config: { kv_connector: 'MooncakeLayerwiseConnector' } };
     const SGLANG = { engine_type: 'sglang' };
     const [hP, hD, tP, tD, bP, bD] = await Promise.all([
-      startEngineProxy(vllmP, 'prefill', NIXL),
-      startEngineProxy(vllmD, 'decode', NIXL),
-      startEngineProxy(vllmP, 'prefill', LAYERWISE),
-      startEngineProxy(vllmD, 'decode', LAYERWISE),
+      startEngineProxy(vllmP, 'prefill', { kv_transfer_config: NIXL }),
+      startEngineProxy(vllmD, 'decode', { kv_transfer_config: NIXL }),
+      startEngineProxy(vllmP, 'prefill', { kv_transfer_config: LAYERWISE }),
+      startEngineProxy(vllmD, 'decode', { kv_transfer_config: LAYERWISE }),
       startEngineProxy(sglP, 'prefill', SGLANG),
       startEngineProxy(sglD, 'decode', SGLANG),
     ]);
@@ -218,11 +207,11 @@ describe('fault matrix', () => {
     [coords.handoff, coords.trigger, coords.bootstrap] = await Promise.all([
       startCoordinatorProcess({
         ...common,
-        instances: pd(hP, hD, { kvTransferConfig: NIXL.kv_transfer_config }),
+        instances: pd(hP, hD, { kvTransferConfig: NIXL }),
       }),
       startCoordinatorProcess({
         ...common,
-        instances: pd(tP, tD, { kvTransferConfig: LAYERWISE.kv_transfer_config }),
+        instances: pd(tP, tD, { kvTransferConfig: LAYERWISE }),
       }),
       startCoordinatorProcess({ ...common, instances: pd(bP, bD, { engine: 'sglang' }) }),
     ]);
@@ -327,7 +316,7 @@ describe('fault matrix', () => {
     }
 
     it(`client disconnects at random points (${DISCONNECTS}×, stop latency)`, async () => {
-      const rand = mulberry32(PLANS.indexOf(plan) + 7);
+      const rand = seededRandom(PLANS.indexOf(plan) + 7); // the disconnect points
       const { P, D } = legs(plan);
       for (let i = 0; i < DISCONNECTS; i++) {
         await Promise.all(allSims().map(resetSim));

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
 import {
   MODEL,
+  NIXL,
   rawPost,
   recorded,
   startCoordinatorProcess,
@@ -101,7 +102,6 @@ async function waitForLog(
   }
 }
 
-const NIXL = { kv_connector: 'NixlConnector' };
 const chat = (extra: Record<string, unknown> = {}) => ({
   model: MODEL,
   messages: [{ role: 'user', content: 'Tell me about prefill and decode.' }],
