@@ -30,6 +30,12 @@ export function sendJson(
   res.end(payload);
 }
 
+/** The token of an `Authorization: Bearer <token>` header, or '' when there is none. */
+export function bearerToken(req: IncomingMessage): string {
+  const h = req.headers.authorization;
+  return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : '';
+}
+
 export function sendError(
   res: ServerResponse,
   status: number,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { BodyTooLargeError, parseJson, readBody, sendError, sendJson } from '../common/http.js';
+import { bearerToken, BodyTooLargeError, parseJson, readBody, sendError, sendJson } from '../common/http.js';
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import { parseMetaserverKvFields } from '../engine-adapters/index.js';
@@ -83,7 +83,7 @@ export function createGateway(deps: GatewayDeps): Server {
         return sendJson(res, report.ready ? 200 : 503, { ready: report.ready, models: report.models });
       }
       case 'GET /v1/models':
-        if (!authorized(req)) return unauthorized(res);
+        if (!authorized(bearerToken(req))) return unauthorized(res);
         return sendJson(res, 200, modelList());
       case 'POST /v1/metaserver':
         return metaserver(req, res);
@@ -92,17 +92,8 @@ export function createGateway(deps: GatewayDeps): Server {
     }
   }
 
-  function authorized(req: IncomingMessage): boolean {
-    if (apiKeys.size === 0) return true;
-    const h = req.headers.authorization;
-    return typeof h === 'string' && h.startsWith('Bearer ') && apiKeys.has(h.slice(7).trim());
-  }
-
-  /** The bearer token (the rate limiter's key; anonymous callers share the key ''). */
-  function bearerToken(req: IncomingMessage): string {
-    const h = req.headers.authorization;
-    return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : '';
-  }
+  /** No keys configured, or the request's bearer token is one of them (keys are never ''). */
+  const authorized = (token: string): boolean => apiKeys.size === 0 || apiKeys.has(token);
 
   const unauthorizedError = (): MotorError =>
     new MotorError('unauthorized', 'missing or invalid API key (Authorization: Bearer <key>)');
@@ -156,7 +147,9 @@ export function createGateway(deps: GatewayDeps): Server {
     path: string,
     kind: ApiKind,
   ): Promise<void> {
-    if (!authorized(req)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
+    // the token is also the rate limiter's key (anonymous callers share the key '')
+    const apiKey = bearerToken(req);
+    if (!authorized(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
     const body = await readJson(req, res);
     if (body === null) return;
     if ('error' in body) return refuse(res, path, body.error, body.headers);
@@ -168,7 +161,6 @@ export function createGateway(deps: GatewayDeps): Server {
       throw err;
     }
     // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After.
-    const apiKey = bearerToken(req);
     let onClose: (() => void) | null = null;
     const admitted = deps.scheduling.admission.tryAcquire({
       apiKey,

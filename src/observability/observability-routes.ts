@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendError } from '../common/http.js';
+import { bearerToken, sendError } from '../common/http.js';
 import type { CircuitStateProvider, InstanceView } from './coordinator-metrics.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
 import type { Observability } from './observability.js';
@@ -39,8 +39,7 @@ export function createObservabilityRoutes(
   /** False (after answering 401) when keys are required and the request has none of them. */
   function authorized(req: IncomingMessage, res: ServerResponse): boolean {
     if (keys === null) return true;
-    const h = req.headers.authorization;
-    if (typeof h === 'string' && h.startsWith('Bearer ') && keys.has(h.slice(7).trim())) return true;
+    if (keys.has(bearerToken(req))) return true;
     res.setHeader('www-authenticate', 'Bearer');
     sendError(
       res,
