@@ -32,6 +32,8 @@ export interface SpawnMotorOptions {
    * is then drained unread, so parsing its access log does not load the measuring process.
    */
   followLogs?: boolean;
+  /** The `bin/motor.js` to run (default: this checkout's); benchmarks compare another build with it. */
+  bin?: string;
 }
 
 /**
@@ -42,7 +44,7 @@ export interface SpawnMotorOptions {
 export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}): Promise<MotorChild> {
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const maxLogLines = opts.maxLogLines ?? 10_000;
-  const child = spawn(process.execPath, [MOTOR_BIN, ...args], {
+  const child = spawn(process.execPath, [opts.bin ?? MOTOR_BIN, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: opts.env ?? process.env,
   });
