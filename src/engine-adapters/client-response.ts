@@ -5,6 +5,8 @@
  * Pure functions plus a streaming SSE transformer; shared by the engine proxy and the coordinator.
  */
 
+import { ENGINE_RESPONSE_INTERNAL_FIELDS } from '../protocol/index.js';
+
 export type ClientRoute = 'chat' | 'completion';
 
 export interface NormalizeOptions {
@@ -14,7 +16,8 @@ export interface NormalizeOptions {
 }
 
 const TOKEN_ID_KEYS = ['prompt_token_ids', 'token_ids'] as const;
-const INTERNAL_KEYS = ['kv_transfer_params'] as const;
+/** Quoted, as they appear as keys in a JSON text (the cheap pre-check before parsing). */
+const INTERNAL_KEY_MARKS = ENGINE_RESPONSE_INTERNAL_FIELDS.map((key) => `"${key}"`);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -27,7 +30,7 @@ export function normalizeResponseObject(
   chunk: boolean,
 ): boolean {
   let changed = false;
-  for (const key of INTERNAL_KEYS) {
+  for (const key of ENGINE_RESPONSE_INTERNAL_FIELDS) {
     if (key in body) {
       delete body[key];
       changed = true;
@@ -53,7 +56,7 @@ export function normalizeResponseObject(
           }
         }
       }
-      for (const key of INTERNAL_KEYS) {
+      for (const key of ENGINE_RESPONSE_INTERNAL_FIELDS) {
         if (key in choice) {
           delete choice[key];
           changed = true;
@@ -91,10 +94,15 @@ export function normalizeResponseBody(raw: Buffer, opts: NormalizeOptions): Buff
   return normalizeResponseObject(parsed, opts, false) ? Buffer.from(JSON.stringify(parsed)) : raw;
 }
 
+function hasInternalKey(text: string): boolean {
+  for (const mark of INTERNAL_KEY_MARKS) if (text.includes(mark)) return true;
+  return false;
+}
+
 /** Cheap test on the raw text: re-parse only frames that may carry something to remove or reshape. */
 function needsWork(text: string, opts: NormalizeOptions): boolean {
   return (
-    text.includes('"kv_transfer_params"') ||
+    hasInternalKey(text) ||
     (!opts.returnTokenIds && text.includes('token_ids"')) ||
     (opts.route === 'chat' && text.includes('"text":'))
   );

@@ -1,4 +1,4 @@
-import { DispatchPlan, MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
+import { DispatchPlan, isMotorKey, MOTOR_DISPATCH_KEY } from '../protocol/index.js';
 import type { MotorDispatch } from '../protocol/index.js';
 import type { AdapterError, AdapterResult, LegKind } from './types.js';
 
@@ -10,7 +10,7 @@ export function adapterError(status: number, message: string, param: string | nu
 export function withoutMotorFields(body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(body)) {
-    if (key === MOTOR_DISPATCH_KEY || key === MOTOR_PREFILL_RESULT_KEY || key.startsWith('_motor_')) continue;
+    if (isMotorKey(key)) continue;
     out[key] = body[key];
   }
   return out;

@@ -1,4 +1,4 @@
-import { bootstrapRoomFor } from '../protocol/index.js';
+import { bootstrapRoomFor, KV_STEERING_FIELDS } from '../protocol/index.js';
 import { adapterError, resolveLeg, usageOf, withoutMotorFields } from './leg-kind.js';
 import type {
   AbortPlan,
@@ -10,13 +10,8 @@ import type {
   ParsedPrefill,
 } from './types.js';
 
-/** Client keys that steer SGLang's disaggregation; only an envelope may set them. */
-const SGLANG_RESERVED_FIELDS = [
-  'bootstrap_host',
-  'bootstrap_port',
-  'bootstrap_room',
-  'kv_transfer_params',
-] as const;
+/** Client keys that steer SGLang's disaggregation (and vLLM's field too); only an envelope may set them. */
+const SGLANG_RESERVED_FIELDS = KV_STEERING_FIELDS;
 
 /** SGLang's own default `--disaggregation-bootstrap-port`. */
 export const SGLANG_DEFAULT_BOOTSTRAP_PORT = 8998;

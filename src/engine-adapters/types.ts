@@ -1,4 +1,4 @@
-import type { EngineKind, MotorDispatch, PrefillResult } from '../protocol/index.js';
+import type { BootstrapAddress, EngineKind, MotorDispatch, PrefillResult } from '../protocol/index.js';
 
 /**
  * What one engine request does in a P/D attempt. Decided from the engine kind, the envelope's role
@@ -33,11 +33,8 @@ export interface AdapterError {
 
 export type AdapterResult<T> = ({ ok: true } & T) | AdapterError;
 
-/** Where the SGLang prefill engine listens for bootstrap (KV rendezvous) connections. */
-export interface BootstrapAddress {
-  host: string;
-  port: number;
-}
+/** Where the SGLang prefill engine listens for bootstrap (KV rendezvous) connections (protocol's type). */
+export type { BootstrapAddress };
 
 /**
  * The decode engine's KV fields as sent to the metaserver in the trigger flow (Mooncake layer-wise).

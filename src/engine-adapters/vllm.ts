@@ -1,4 +1,4 @@
-import { MOTOR_PREFILL_RESULT_KEY, matchesDispatch } from '../protocol/index.js';
+import { KV_TRANSFER_PARAMS_KEY, MOTOR_PREFILL_RESULT_KEY, matchesDispatch } from '../protocol/index.js';
 import { adapterError, resolveLeg, usageOf, withoutMotorFields } from './leg-kind.js';
 import type {
   AbortPlan,
@@ -12,7 +12,7 @@ import type {
 } from './types.js';
 
 /** Client keys that steer vLLM's KV connector; only an envelope may set them. */
-const VLLM_RESERVED_FIELDS = ['kv_transfer_params'] as const;
+const VLLM_RESERVED_FIELDS = [KV_TRANSFER_PARAMS_KEY] as const;
 
 /** Path on the prefill side (proxy or coordinator) that a trigger decode engine calls. */
 export const METASERVER_PATH = '/v1/metaserver';

@@ -8,3 +8,5 @@ export * from './parse.js';
 export * from './json-schema.js';
 export * from './bootstrap-room.js';
 export * from './engine-profile.js';
+export * from './internal-fields.js';
+export * from './bootstrap-address.js';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeServer, listen } from '../common/http.js';
-import { ManualTimers } from './clock.js';
+import { ManualClock } from '../common/clock.js';
 import { HealthProber, type HealthStatus, type ProbeFunction } from './health-prober.js';
 import type { InstanceRecord } from './instance-record.js';
 import { MemoryRegistry } from './memory-registry.js';
@@ -28,7 +28,7 @@ function scriptedProbe(): {
 }
 
 async function setup(options: { intervalMs?: number } = {}) {
-  const timers = new ManualTimers();
+  const timers = new ManualClock();
   const registry = new MemoryRegistry({ timers });
   const scripted = scriptedProbe();
   const prober = new HealthProber(registry, {
@@ -53,7 +53,7 @@ describe('HealthProber (manual timers)', () => {
     await registry.register(instance('d-0'));
     expect(prober.health('d-0')?.status).toBe('unknown');
     expect(prober.routable()).toEqual([]);
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     expect(calls).toEqual(['d-0']);
     expect(prober.health('d-0')).toMatchObject({
       status: 'healthy',
@@ -62,7 +62,7 @@ describe('HealthProber (manual timers)', () => {
     });
     expect(prober.routable().map((r) => r.id)).toEqual(['d-0']);
     expect(transitions).toEqual([['d-0', 'unknown', 'healthy']]);
-    await timers.advance(1000);
+    await timers.advanceAsync(1000);
     expect(calls).toEqual(['d-0', 'd-0']);
   });
 
@@ -70,7 +70,7 @@ describe('HealthProber (manual timers)', () => {
     const { timers, registry, prober, calls } = await setup();
     await registry.register(instance('d-0'));
     prober.start();
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     expect(calls).toEqual(['d-0']);
     expect(prober.isRoutable('d-0')).toBe(true);
   });
@@ -79,22 +79,22 @@ describe('HealthProber (manual timers)', () => {
     const { timers, registry, prober, outcome, transitions } = await setup();
     prober.start();
     await registry.register(instance('d-0'));
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     outcome.set('d-0', 'fail');
-    await timers.advance(1000);
-    await timers.advance(1000);
+    await timers.advanceAsync(1000);
+    await timers.advanceAsync(1000);
     expect(prober.health('d-0')).toMatchObject({
       status: 'healthy',
       consecutive_failures: 2,
       last_error: 'HTTP 503',
     });
-    await timers.advance(1000);
+    await timers.advanceAsync(1000);
     expect(prober.health('d-0')?.status).toBe('unhealthy');
     expect(prober.routable()).toEqual([]);
     outcome.set('d-0', 'ok');
-    await timers.advance(1000);
+    await timers.advanceAsync(1000);
     expect(prober.health('d-0')).toMatchObject({ status: 'unhealthy', consecutive_successes: 1 });
-    await timers.advance(1000);
+    await timers.advanceAsync(1000);
     expect(prober.health('d-0')?.status).toBe('healthy');
     expect(transitions).toEqual([
       ['d-0', 'unknown', 'healthy'],
@@ -108,17 +108,17 @@ describe('HealthProber (manual timers)', () => {
     outcome.set('d-0', 'hang');
     prober.start();
     await registry.register(instance('d-0'));
-    await timers.advance(199);
+    await timers.advanceAsync(199);
     expect(prober.health('d-0')?.consecutive_failures).toBe(0);
-    await timers.advance(1);
+    await timers.advanceAsync(1);
     expect(prober.health('d-0')).toMatchObject({
       consecutive_failures: 1,
       last_error: 'timed out after 200 ms',
     });
     expect(aborted).toEqual(['d-0']);
     // next probe 1000 ms after the previous one ended
-    await timers.advance(1200);
-    await timers.advance(1200);
+    await timers.advanceAsync(1200);
+    await timers.advanceAsync(1200);
     expect(prober.health('d-0')?.status).toBe('unhealthy');
   });
 
@@ -126,7 +126,7 @@ describe('HealthProber (manual timers)', () => {
     const { timers, registry, prober } = await setup();
     prober.start();
     await registry.register(instance('d-0'));
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     prober.reportFailure('d-0', 'connection refused');
     prober.reportFailure('d-0');
     prober.reportSuccess('d-0'); // a success resets the failure streak
@@ -136,8 +136,8 @@ describe('HealthProber (manual timers)', () => {
     prober.reportFailure('d-0', 'HTTP 502');
     expect(prober.health('d-0')).toMatchObject({ status: 'unhealthy', last_error: 'HTTP 502' });
     expect(prober.isRoutable('d-0')).toBe(false);
-    await timers.advance(1000);
-    await timers.advance(1000);
+    await timers.advanceAsync(1000);
+    await timers.advanceAsync(1000);
     expect(prober.isRoutable('d-0')).toBe(true);
     prober.reportFailure('unknown-id'); // ignored
     expect(prober.health('unknown-id')).toBeUndefined();
@@ -147,7 +147,7 @@ describe('HealthProber (manual timers)', () => {
     const { timers, registry, prober } = await setup();
     prober.start();
     for (const id of ['a', 'b', 'c']) await registry.register(instance(id));
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     await registry.drain('a');
     await registry.pause('b');
     expect(prober.routable().map((r) => r.id)).toEqual(['c']);
@@ -161,23 +161,23 @@ describe('HealthProber (manual timers)', () => {
     prober.start();
     await registry.register(instance('a'));
     await registry.register(instance('b'));
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     await registry.remove('a');
     expect(prober.health('a')).toBeUndefined();
-    await timers.advance(1000);
+    await timers.advanceAsync(1000);
     expect(calls.filter((c) => c === 'a')).toHaveLength(1);
     await prober.stop();
-    expect(timers.size).toBe(0);
+    expect(timers.pendingTimers).toBe(0);
   });
 
   it('a changed URL resets health to unknown and re-probes', async () => {
     const { timers, registry, prober, calls } = await setup();
     prober.start();
     await registry.register(instance('a'));
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     await registry.update('a', { url: 'http://127.0.0.1:2' });
     expect(prober.health('a')?.status).toBe('unknown');
-    await timers.advance(0);
+    await timers.advanceAsync(0);
     expect(calls).toEqual(['a', 'a']);
     expect(prober.isRoutable('a')).toBe(true);
   });
@@ -186,7 +186,7 @@ describe('HealthProber (manual timers)', () => {
     const { timers, registry, prober, calls } = await setup({ intervalMs: 0 });
     prober.start();
     await registry.register(instance('a'));
-    await timers.advance(10_000);
+    await timers.advanceAsync(10_000);
     expect(calls).toEqual([]);
     expect(prober.isRoutable('a')).toBe(true);
     for (let i = 0; i < 3; i++) prober.reportFailure('a');

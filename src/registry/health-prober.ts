@@ -1,6 +1,6 @@
 import { Agent, request } from 'undici';
 import type { Logger } from '../common/logger.js';
-import { realTimers, type TimerHandle, type Timers } from './clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../common/clock.js';
 import type { InstanceRecord } from './instance-record.js';
 import type { Registry } from './registry.js';
 
@@ -29,7 +29,7 @@ export interface HealthProberOptions {
   healthyAfter?: number;
   /** Default `/health`. */
   path?: string;
-  timers?: Timers;
+  timers?: Clock;
   /** Replaces the HTTP probe (tests). */
   probe?: ProbeFunction;
   logger?: Logger;
@@ -50,7 +50,7 @@ export class HealthProber {
   private readonly unhealthyAfter: number;
   private readonly healthyAfter: number;
   private readonly path: string;
-  private readonly timers: Timers;
+  private readonly timers: Clock;
   private readonly probe: ProbeFunction;
   private readonly logger: Logger | undefined;
   private readonly agent: Agent | undefined;
@@ -69,7 +69,7 @@ export class HealthProber {
     this.unhealthyAfter = Math.max(1, options.unhealthyAfter ?? 3);
     this.healthyAfter = Math.max(1, options.healthyAfter ?? 2);
     this.path = options.path ?? '/health';
-    this.timers = options.timers ?? realTimers;
+    this.timers = options.timers ?? systemClock;
     this.logger = options.logger;
     if (options.probe) this.probe = options.probe;
     else {

@@ -1,5 +1,4 @@
 /** Motor's control plane: the instance registry (memory / etcd), health, drain, management API. */
-export * from './clock.js';
 export * from './instance-record.js';
 export * from './registry.js';
 export * from './memory-registry.js';

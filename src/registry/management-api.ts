@@ -1,16 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { z } from 'zod';
-import {
-  BodyTooLargeError,
-  closeServer,
-  isPlainObject,
-  listen,
-  parseJson,
-  readBody,
-  sendError,
-  sendJson,
-} from '../common/http.js';
+import { BodyReader } from '../common/body-reader.js';
+import { frameErrors, type FrameErrors } from '../common/frame-errors.js';
+import { closeServer, isPlainObject, listen, sendJson } from '../common/http.js';
+import { HttpError } from '../common/http-error.js';
+import { httpFrame, type RouteHandler } from '../common/http-frame.js';
+import { RouteTable } from '../common/route-table.js';
 import { logListening, type Logger } from '../common/logger.js';
 import type { InstanceHealth } from './health-prober.js';
 import {
@@ -49,7 +45,8 @@ export interface ManagementApiOptions {
   bodyLimitBytes?: number;
 }
 
-export type ManagementHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+/** A `node:http` request listener. */
+export type ManagementHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export const MIN_LEASE_TTL_MS = 1000;
 export const MAX_LEASE_TTL_MS = 3_600_000;
@@ -82,265 +79,258 @@ const refreshBodySchema = z.strictObject({
 
 const seedIdSchema = z.union([instanceIdSchema, z.number().int().min(0)]);
 
-interface Route {
-  kind: 'collection' | 'instance' | 'action' | 'refresh';
-  id?: string;
-  action?: string;
-}
+/** The management API's wording where it differs from the frame's defaults. */
+const MANAGEMENT_ERRORS: FrameErrors = frameErrors({
+  notFound: (method, path) =>
+    new HttpError(404, `unknown route ${method} ${path}`, { code: 'unknown_route' }),
+  // The connection is closed after an error answer instead (`closeUnreadBody`).
+  bodyTooLarge: (limitBytes) =>
+    new HttpError(413, `request body exceeds ${limitBytes} bytes`, { code: 'body_too_large' }),
+  invalidJson: (message) => new HttpError(400, message, { code: 'invalid_json' }),
+  tooDeep: (maxDepth) =>
+    new HttpError(400, `request body is nested deeper than ${maxDepth} levels`, { code: 'invalid_body' }),
+  internal: () => new HttpError(500, 'internal error', { code: 'internal_error' }),
+});
 
-const ACTIONS = new Set(['drain', 'pause', 'resume', 'heartbeat']);
-
-function route(pathname: string): Route | undefined {
-  const path = pathname.length > 1 ? pathname.replace(/\/+$/, '') : pathname;
-  if (path === '/v1/instances') return { kind: 'collection' };
-  if (path === '/instances/refresh') return { kind: 'refresh' };
-  const m = /^\/v1\/instances\/([^/]+)(?:\/([^/]+))?$/.exec(path);
-  if (!m) return undefined;
-  let id: string;
-  try {
-    id = decodeURIComponent(m[1]!);
-  } catch {
-    return undefined;
-  }
-  if (m[2] === undefined) return { kind: 'instance', id };
-  return ACTIONS.has(m[2]) ? { kind: 'action', id, action: m[2] } : undefined;
-}
-
-const ALLOWED: Record<Route['kind'], string> = {
-  collection: 'GET, POST',
-  instance: 'GET, DELETE',
-  action: 'POST',
-  refresh: 'POST',
-};
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-  ) {
-    super(message);
-  }
-}
+const notAnObject = (): HttpError =>
+  new HttpError(400, 'request body must be a JSON object', { code: 'invalid_body' });
 
 function tokenDigest(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
+/** Routes on the URL-normalised path: `/a/../v1/instances` is `/v1/instances`. */
+function urlPathname(path: string): string {
+  return new URL(path, 'http://management.invalid').pathname;
+}
+
 /**
- * The management API as one request handler, meant for its own port (never the public gateway's).
+ * The management API as one request listener, meant for its own port (never the public gateway's).
  * Errors are OpenAI-style `{"error":{message,type,param,code}}`; validation errors name the field.
  */
 export function createManagementHandler(options: ManagementApiOptions): ManagementHandler {
-  const { registry, logger } = options;
-  const bodyLimit = options.bodyLimitBytes ?? 1024 * 1024;
+  const api = new ManagementRoutes(options);
+  const routes = new RouteTable<RouteHandler>({ ignoreTrailingSlash: true })
+    .add('GET', '/v1/instances', api.list)
+    .add('POST', '/v1/instances', api.register)
+    .add('GET', '/v1/instances/:id', api.show)
+    .add('DELETE', '/v1/instances/:id', api.remove)
+    .add('POST', '/v1/instances/:id/drain', api.drain)
+    .add('POST', '/v1/instances/:id/pause', api.pause)
+    .add('POST', '/v1/instances/:id/resume', api.resume)
+    .add('POST', '/v1/instances/:id/heartbeat', api.heartbeat)
+    .add('POST', '/instances/refresh', api.refresh);
   const expectedDigest = options.adminToken ? tokenDigest(options.adminToken) : undefined;
+  return httpFrame({
+    routes,
+    errors: MANAGEMENT_ERRORS,
+    beforeRoute: expectedDigest ? (req) => authenticate(req, expectedDigest) : undefined,
+    normalizePath: urlPathname,
+    renderable: (err) => (err instanceof RegistryError ? err : undefined),
+    closeUnreadBody: true,
+    logger: options.logger,
+    failureLog: 'management request failed',
+  });
+}
 
-  const view = (record: InstanceRecord): InstanceView => {
-    const health = options.health?.health(record.id) ?? null;
-    return {
-      ...record,
-      health,
-      routable: options.health ? options.health.isRoutable(record.id) : record.state === 'active',
-      in_flight: registry.inFlight(record.id),
-      load: options.load?.(record.id) ?? null,
-      circuit: options.circuit?.(record.id) ?? null,
-    };
+/** Refuses a request without `Authorization: Bearer <admin token>` (401) or with a wrong one (403). */
+function authenticate(req: IncomingMessage, expectedDigest: Buffer): void {
+  const header = req.headers.authorization;
+  const m = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
+  if (!m) {
+    throw new HttpError(401, 'missing admin token: send Authorization: Bearer <token>', {
+      code: 'unauthorized',
+      headers: { 'www-authenticate': 'Bearer' },
+    });
+  }
+  if (!timingSafeEqual(tokenDigest(m[1]!), expectedDigest)) {
+    throw new HttpError(403, 'invalid admin token', { code: 'forbidden' });
+  }
+}
+
+/** One handler per route; `:id` routes receive the decoded id. */
+class ManagementRoutes {
+  private readonly registry: Registry;
+  private readonly logger: Logger | undefined;
+  private readonly bodies: BodyReader;
+
+  constructor(private readonly options: ManagementApiOptions) {
+    this.registry = options.registry;
+    this.logger = options.logger;
+    this.bodies = new BodyReader({ maxBytes: options.bodyLimitBytes ?? 1024 * 1024 }, MANAGEMENT_ERRORS);
+  }
+
+  readonly list: RouteHandler = (_req, res) => {
+    const data = this.registry
+      .list()
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((record) => this.view(record));
+    sendJson(res, 200, { object: 'list', data });
   };
 
-  const readJsonObject = async (
-    req: IncomingMessage,
-    allowEmpty: boolean,
-  ): Promise<Record<string, unknown>> => {
-    let raw: Buffer;
-    try {
-      raw = await readBody(req, bodyLimit);
-    } catch (err) {
-      if (err instanceof BodyTooLargeError) throw new HttpError(413, err.message, null, 'body_too_large');
-      throw err;
-    }
-    if (raw.length === 0 || raw.toString('utf8').trim() === '') {
-      if (allowEmpty) return {};
-      throw new HttpError(400, 'request body must be a JSON object', null, 'invalid_body');
-    }
-    const parsed = parseJson(raw);
-    if (!parsed.ok) throw new HttpError(400, parsed.message, null, 'invalid_json');
-    if (!isPlainObject(parsed.value)) {
-      throw new HttpError(400, 'request body must be a JSON object', null, 'invalid_body');
-    }
-    return parsed.value;
-  };
-
-  const parseWith = <T>(schema: z.ZodType<T>, value: unknown, prefix = ''): T => {
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) throw registryErrorFromZod(parsed.error, prefix);
-    return parsed.data;
-  };
-
-  const requireInstance = (id: string): InstanceRecord => {
-    const record = registry.get(id);
-    if (!record) throw new HttpError(404, `no instance with id ${JSON.stringify(id)}`, 'id', 'not_found');
-    return record;
-  };
-
-  const register = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const body = parseWith(registerBodySchema, await readJsonObject(req, false));
+  readonly register: RouteHandler = async (req, res) => {
+    const body = parseWith(registerBodySchema, await this.readJsonObject(req, false));
     const { lease_ttl_ms: leaseTtlMs, ...registration } = body;
-    const existed = registry.get(registration.id) !== undefined;
+    const existed = this.registry.get(registration.id) !== undefined;
     const registerOptions: RegisterOptions = leaseTtlMs
       ? { source: 'self', lease: { ttlMs: leaseTtlMs, renew: 'heartbeat' } }
       : { source: 'api' };
-    const record = await registry.register(registration, registerOptions);
-    logger?.info({ id: record.id, role: record.role, url: record.url, existed }, 'instance registered');
-    sendJson(res, existed ? 200 : 201, view(record));
+    const record = await this.registry.register(registration, registerOptions);
+    this.logger?.info({ id: record.id, role: record.role, url: record.url, existed }, 'instance registered');
+    sendJson(res, existed ? 200 : 201, this.view(record));
   };
 
-  const action = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    id: string,
-    name: string,
-  ): Promise<void> => {
-    if (name === 'drain') {
-      const body = parseWith(drainBodySchema, await readJsonObject(req, true));
-      requireInstance(id);
-      const record = await registry.drain(id);
-      logger?.info({ id, inFlight: registry.inFlight(id) }, 'instance draining');
-      const drained =
-        body.wait_ms !== undefined
-          ? await registry.awaitDrained(id, body.wait_ms)
-          : registry.inFlight(id) === 0;
-      sendJson(res, 200, { ...view(registry.get(id) ?? record), drained });
-      return;
-    }
-    parseWith(emptyBodySchema, await readJsonObject(req, true));
-    if (name === 'heartbeat') {
-      if (!(await registry.heartbeat(id))) {
-        throw new HttpError(
-          404,
-          `no instance with id ${JSON.stringify(id)} (lease expired?)`,
-          'id',
-          'not_found',
-        );
-      }
-      sendJson(res, 200, { id, lease: registry.get(id)?.lease ?? null });
-      return;
-    }
-    requireInstance(id);
-    const record = name === 'pause' ? await registry.pause(id) : await registry.resume(id);
-    logger?.info({ id, state: record.state }, `instance ${name}d`);
-    sendJson(res, 200, view(record));
+  readonly show: RouteHandler = (_req, res, { id }) => {
+    sendJson(res, 200, this.view(this.requireInstance(id!)));
   };
 
-  const refresh = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const body = parseWith(refreshBodySchema, await readJsonObject(req, false));
+  readonly remove: RouteHandler = async (_req, res, { id }) => {
+    this.requireInstance(id!);
+    await this.registry.remove(id!);
+    this.logger?.info({ id }, 'instance removed');
+    sendJson(res, 200, { id, object: 'instance.deleted', deleted: true });
+  };
+
+  readonly drain: RouteHandler = async (req, res, { id }) => {
+    const body = parseWith(drainBodySchema, await this.readJsonObject(req, true));
+    this.requireInstance(id!);
+    const record = await this.registry.drain(id!);
+    this.logger?.info({ id, inFlight: this.registry.inFlight(id!) }, 'instance draining');
+    const drained =
+      body.wait_ms !== undefined
+        ? await this.registry.awaitDrained(id!, body.wait_ms)
+        : this.registry.inFlight(id!) === 0;
+    sendJson(res, 200, { ...this.view(this.registry.get(id!) ?? record), drained });
+  };
+
+  readonly pause: RouteHandler = (req, res, { id }) => this.pauseOrResume(req, res, id!, 'pause');
+
+  readonly resume: RouteHandler = (req, res, { id }) => this.pauseOrResume(req, res, id!, 'resume');
+
+  readonly heartbeat: RouteHandler = async (req, res, { id }) => {
+    parseWith(emptyBodySchema, await this.readJsonObject(req, true));
+    if (!(await this.registry.heartbeat(id!))) {
+      throw new HttpError(404, `no instance with id ${JSON.stringify(id)} (lease expired?)`, {
+        param: 'id',
+        code: 'not_found',
+      });
+    }
+    sendJson(res, 200, { id, lease: this.registry.get(id!)?.lease ?? null });
+  };
+
+  readonly refresh: RouteHandler = async (req, res) => {
+    const body = parseWith(refreshBodySchema, await this.readJsonObject(req, false));
     const event = body.event;
     // Validate every entry before applying any.
     const entries = body.instances.map((entry, i) => refreshEntry(event, entry, `instances[${i}]`));
-    const applied: string[] = [];
-    const removed: string[] = [];
-    const notFound: string[] = [];
-    if (event === 'add' || event === 'set') {
-      for (const entry of entries) {
-        await registry.register(entry.registration!, { source: 'refresh' });
-        applied.push(entry.id);
-      }
-      if (event === 'set') {
-        const keep = new Set(entries.map((e) => e.id));
-        for (const record of registry.list()) {
-          if (record.source === 'refresh' && !keep.has(record.id) && (await registry.remove(record.id))) {
-            removed.push(record.id);
-          }
-        }
-      }
-    } else {
-      for (const { id } of entries) {
-        if (!registry.get(id)) {
-          notFound.push(id);
-          continue;
-        }
-        if (event === 'del') {
-          if (await registry.remove(id)) removed.push(id);
-          else notFound.push(id);
-        } else {
-          await (event === 'pause' ? registry.pause(id) : registry.resume(id));
-          applied.push(id);
-        }
-      }
-    }
-    logger?.info({ event, applied, removed, notFound }, 'instances refreshed');
+    const outcome =
+      event === 'add' || event === 'set'
+        ? await this.applyRegistrations(event, entries)
+        : await this.applyToExisting(event, entries);
+    const { applied, removed, notFound } = outcome;
+    this.logger?.info({ event, applied, removed, notFound }, 'instances refreshed');
     sendJson(res, 200, { event, applied, removed, not_found: notFound });
   };
 
-  const dispatch = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (expectedDigest) {
-      const header = req.headers.authorization;
-      const m = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
-      if (!m) {
-        res.setHeader('www-authenticate', 'Bearer');
-        throw new HttpError(
-          401,
-          'missing admin token: send Authorization: Bearer <token>',
-          null,
-          'unauthorized',
-        );
-      }
-      if (!timingSafeEqual(tokenDigest(m[1]!), expectedDigest)) {
-        throw new HttpError(403, 'invalid admin token', null, 'forbidden');
-      }
-    }
-    const url = new URL(req.url ?? '/', 'http://management.invalid');
-    const r = route(url.pathname);
-    if (!r) throw new HttpError(404, `unknown route ${req.method} ${url.pathname}`, null, 'unknown_route');
-    const method = req.method ?? 'GET';
-    const allowed = ALLOWED[r.kind].split(', ');
-    if (!allowed.includes(method)) {
-      res.setHeader('allow', ALLOWED[r.kind]);
-      throw new HttpError(405, `method ${method} not allowed on ${url.pathname}`, null, 'method_not_allowed');
-    }
-    if (r.kind === 'collection' && method === 'GET') {
-      const data = registry
-        .list()
-        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-        .map(view);
-      sendJson(res, 200, { object: 'list', data });
-    } else if (r.kind === 'collection') {
-      await register(req, res);
-    } else if (r.kind === 'instance' && method === 'GET') {
-      sendJson(res, 200, view(requireInstance(r.id!)));
-    } else if (r.kind === 'instance') {
-      requireInstance(r.id!);
-      await registry.remove(r.id!);
-      logger?.info({ id: r.id }, 'instance removed');
-      sendJson(res, 200, { id: r.id, object: 'instance.deleted', deleted: true });
-    } else if (r.kind === 'action') {
-      await action(req, res, r.id!, r.action!);
-    } else {
-      await refresh(req, res);
-    }
-  };
+  private async pauseOrResume(
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    name: 'pause' | 'resume',
+  ): Promise<void> {
+    parseWith(emptyBodySchema, await this.readJsonObject(req, true));
+    this.requireInstance(id);
+    const record = name === 'pause' ? await this.registry.pause(id) : await this.registry.resume(id);
+    this.logger?.info({ id, state: record.state }, `instance ${name}d`);
+    sendJson(res, 200, this.view(record));
+  }
 
-  return async (req, res) => {
-    try {
-      await dispatch(req, res);
-    } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (err instanceof HttpError) {
-        sendError(res, err.status, err.message, undefined, err.param, err.code);
-      } else if (err instanceof RegistryError) {
-        sendError(res, err.status, err.message, undefined, err.param, err.code);
-      } else {
-        logger?.error({ err, method: req.method, url: req.url }, 'management request failed');
-        sendError(res, 500, 'internal error', undefined, null, 'internal_error');
-      }
-      // A refused body may still be streaming in; close rather than reuse the connection.
-      if (!req.complete) res.once('finish', () => req.destroy());
+  /** `add` / `set`: register every entry; `set` also removes refresh-sourced instances not listed. */
+  private async applyRegistrations(event: 'add' | 'set', entries: RefreshEntry[]): Promise<RefreshOutcome> {
+    const outcome: RefreshOutcome = { applied: [], removed: [], notFound: [] };
+    for (const entry of entries) {
+      await this.registry.register(entry.registration!, { source: 'refresh' });
+      outcome.applied.push(entry.id);
     }
-  };
+    if (event === 'set') {
+      const keep = new Set(entries.map((e) => e.id));
+      for (const record of this.registry.list()) {
+        if (record.source === 'refresh' && !keep.has(record.id) && (await this.registry.remove(record.id))) {
+          outcome.removed.push(record.id);
+        }
+      }
+    }
+    return outcome;
+  }
+
+  /** `del` / `pause` / `resume` of listed ids; unknown ids are reported, not refused. */
+  private async applyToExisting(
+    event: 'del' | 'pause' | 'resume',
+    entries: RefreshEntry[],
+  ): Promise<RefreshOutcome> {
+    const outcome: RefreshOutcome = { applied: [], removed: [], notFound: [] };
+    for (const { id } of entries) {
+      if (!this.registry.get(id)) {
+        outcome.notFound.push(id);
+        continue;
+      }
+      if (event === 'del') {
+        if (await this.registry.remove(id)) outcome.removed.push(id);
+        else outcome.notFound.push(id);
+      } else {
+        await (event === 'pause' ? this.registry.pause(id) : this.registry.resume(id));
+        outcome.applied.push(id);
+      }
+    }
+    return outcome;
+  }
+
+  private view(record: InstanceRecord): InstanceView {
+    const { health, load, circuit } = this.options;
+    return {
+      ...record,
+      health: health?.health(record.id) ?? null,
+      routable: health ? health.isRoutable(record.id) : record.state === 'active',
+      in_flight: this.registry.inFlight(record.id),
+      load: load?.(record.id) ?? null,
+      circuit: circuit?.(record.id) ?? null,
+    };
+  }
+
+  /** The body as a JSON object; an empty body is `{}` when `allowEmpty`. */
+  private async readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promise<Record<string, unknown>> {
+    const raw = await this.bodies.raw(req);
+    if (raw.length === 0 || raw.toString('utf8').trim() === '') {
+      if (allowEmpty) return {};
+      throw notAnObject();
+    }
+    const value = this.bodies.parseJson(raw);
+    if (!isPlainObject(value)) throw notAnObject();
+    return value;
+  }
+
+  private requireInstance(id: string): InstanceRecord {
+    const record = this.registry.get(id);
+    if (!record) {
+      throw new HttpError(404, `no instance with id ${JSON.stringify(id)}`, {
+        param: 'id',
+        code: 'not_found',
+      });
+    }
+    return record;
+  }
+}
+
+function parseWith<T>(schema: z.ZodType<T>, value: unknown, prefix = ''): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw registryErrorFromZod(parsed.error, prefix);
+  return parsed.data;
+}
+
+interface RefreshOutcome {
+  applied: string[];
+  removed: string[];
+  notFound: string[];
 }
 
 interface RefreshEntry {
@@ -416,7 +406,7 @@ export interface ManagementServer {
 /** Serves the management API on its own port (tests, and the coordinator's `management.port`). */
 export async function startManagementServer(options: ManagementServerOptions): Promise<ManagementServer> {
   const handler = createManagementHandler(options);
-  const server = createServer((req, res) => void handler(req, res));
+  const server = createServer(handler);
   const url = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
   if (options.logger) logListening(options.logger, { url, name: 'management' });
   return { url, server, close: () => closeServer(server) };

@@ -1,4 +1,4 @@
-import { realTimers, type TimerHandle, type Timers } from './clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../common/clock.js';
 import {
   applyInstancePatch,
   buildInstanceRecord,
@@ -18,8 +18,8 @@ import {
 } from './registry.js';
 
 export interface MemoryRegistryOptions extends Omit<RegistryBaseOptions, 'now'> {
-  /** Clock and timers for heartbeat-lease expiry (tests inject `ManualTimers`). */
-  timers?: Timers;
+  /** Clock and timers for heartbeat-lease expiry (tests inject `ManualClock`). */
+  timers?: Clock;
 }
 
 /**
@@ -28,12 +28,12 @@ export interface MemoryRegistryOptions extends Omit<RegistryBaseOptions, 'now'> 
  */
 export class MemoryRegistry extends RegistryBase {
   readonly kind = 'memory' as const;
-  private readonly timers: Timers;
+  private readonly timers: Clock;
   private readonly expiry = new Map<string, TimerHandle>();
   private closed = false;
 
   constructor(options: MemoryRegistryOptions = {}) {
-    const timers = options.timers ?? realTimers;
+    const timers = options.timers ?? systemClock;
     super({ ...options, now: () => timers.now() });
     this.timers = timers;
   }

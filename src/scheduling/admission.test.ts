@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionController, type AdmissionResult, type AdmissionTicket } from './admission.js';
-import { ManualClock } from './clock.js';
+import { ManualClock } from '../common/clock.js';
 import { TokenBucketLimiter } from './token-bucket-limiter.js';
 
 /** Flushes promise callbacks (no timers involved). */

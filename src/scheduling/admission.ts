@@ -1,5 +1,5 @@
-import type { Clock, TimerHandle } from './clock.js';
-import { systemClock } from './clock.js';
+import type { Clock, TimerHandle } from '../common/clock.js';
+import { systemClock } from '../common/clock.js';
 import { TokenBucketLimiter } from './token-bucket-limiter.js';
 
 export interface AdmissionOptions {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CircuitBreakers, type CircuitState } from './circuit-breaker.js';
-import { ManualClock } from './clock.js';
+import { ManualClock } from '../common/clock.js';
 import type { RequestOutcome } from './load-tracker.js';
 
 type Step =

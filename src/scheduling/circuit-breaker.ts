@@ -1,5 +1,5 @@
-import type { Clock } from './clock.js';
-import { systemClock } from './clock.js';
+import type { Clock } from '../common/clock.js';
+import { systemClock } from '../common/clock.js';
 import type { RequestOutcome } from './load-tracker.js';
 
 export type CircuitState = 'closed' | 'open' | 'half_open';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from './clock.js';
+import { ManualClock } from '../common/clock.js';
 import { EngineMetricsStore } from './engine-metrics.js';
 import { LoadTracker } from './load-tracker.js';
 

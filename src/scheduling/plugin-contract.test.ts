@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CircuitBreakers } from './circuit-breaker.js';
-import { ManualClock } from './clock.js';
+import { ManualClock } from '../common/clock.js';
 import { EngineMetricsStore } from './engine-metrics.js';
 import { LoadTracker } from './load-tracker.js';
 import type {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { CircuitBreakers } from './circuit-breaker.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../common/clock.js';
 import type { EngineMetricsStore } from './engine-metrics.js';
 import type { LoadTracker } from './load-tracker.js';
 import type { RandomSource } from './seeded-random.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from './clock.js';
+import { ManualClock } from '../common/clock.js';
 import { Scheduler } from './scheduler.js';
 import { fleet, instance, request } from './testing.js';
 import type { SchedulableInstance, SchedulingDecision } from './types.js';

@@ -1,6 +1,6 @@
 import { dispatchPlansFromCapabilities, type DispatchPlan } from '../protocol/index.js';
 import { CircuitBreakers, type CircuitState } from './circuit-breaker.js';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../common/clock.js';
 import { parseSchedulingConfig, type SchedulingConfig } from './config.js';
 import { EngineMetricsStore } from './engine-metrics.js';
 import { LoadTracker } from './load-tracker.js';

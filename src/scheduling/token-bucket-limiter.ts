@@ -1,5 +1,5 @@
-import type { Clock } from './clock.js';
-import { systemClock } from './clock.js';
+import type { Clock } from '../common/clock.js';
+import { systemClock } from '../common/clock.js';
 
 export interface TokenBucketOptions {
   /** Sustained requests per second per key. */

@@ -1,14 +1,12 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import {
-  BodyTooLargeError,
-  closeServer,
-  isPlainObject,
-  listen,
-  readBody,
-  sendError,
-  sendJson,
-} from '../common/http.js';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { BodyReader } from '../common/body-reader.js';
+import { frameErrors } from '../common/frame-errors.js';
+import { closeServer, isPlainObject, listen, sendError, sendJson } from '../common/http.js';
+import { HttpError } from '../common/http-error.js';
+import { httpFrame, type RouteHandler } from '../common/http-frame.js';
+import { RouteTable } from '../common/route-table.js';
 import { createLogger, logListening, type Logger } from '../common/logger.js';
+import { bootstrapAddressFromUrl } from '../protocol/index.js';
 import { SimCore } from './engine.js';
 import { FaultPatchSchema } from './faults.js';
 import { defaultSimOptions, type SimOptions } from './options.js';
@@ -23,6 +21,27 @@ export interface RunningSimulator {
 }
 
 const NOT_RECORDED = new Set(['/health', '/metrics', '/v1/models']);
+const recorded = (path: string): boolean => !NOT_RECORDED.has(path) && !path.startsWith('/debug/');
+
+/** The simulator's wording of the frame's errors: OpenAI-style, no codes (as vLLM's server). */
+const SIMULATOR_ERRORS = frameErrors({
+  bodyTooLarge: (limitBytes) =>
+    new HttpError(413, `request body exceeds ${limitBytes} bytes`, { headers: { connection: 'close' } }),
+  internal: () => new HttpError(500, 'internal simulator error'),
+});
+
+/** A simulator route: gets the body as text ('' for methods without one). */
+type SimHandler = (req: IncomingMessage, res: ServerResponse, text: string) => void | Promise<void>;
+
+/** What the route builders share. */
+interface SimHttp {
+  opts: SimOptions;
+  core: SimCore;
+  recorder: Recorder;
+  server: Server;
+  /** A POST route: the body is read and the request recorded before `handle` runs. */
+  post(path: string, handle: SimHandler): RouteHandler;
+}
 
 /**
  * Starts a simulator on `host:port` and logs one `listening` line. Routes:
@@ -30,6 +49,7 @@ const NOT_RECORDED = new Set(['/health', '/metrics', '/v1/models']);
  *   POST /abort_request (SGLang)            GET /debug/info
  *   GET|POST|DELETE /debug/faults           GET|DELETE /debug/recorded       GET|DELETE /debug/requests
  *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/release | /internal/bootstrap/join
+ * Every request but health, metrics, models and /debug/* is recorded with its body (unknown routes too).
  */
 export async function startSimulator(
   partial: Partial<SimOptions> = {},
@@ -38,6 +58,63 @@ export async function startSimulator(
   const opts: SimOptions = { ...defaultSimOptions(), ...partial };
   const core = new SimCore(opts, logger);
   const recorder = new Recorder(opts.recordMax);
+  // The simulator parses bodies itself (bootstrap rooms stay exact), so no frame depth check.
+  const bodies = new BodyReader({ maxBytes: opts.maxBodyBytes, maxDepth: Infinity }, SIMULATOR_ERRORS);
+  /** Reads the body of a POST / PUT and records the request when its path is recorded. */
+  const readAndRecord = async (req: IncomingMessage, method: string, path: string): Promise<string> => {
+    const text = method === 'POST' || method === 'PUT' ? (await bodies.raw(req)).toString('utf8') : '';
+    if (recorded(path)) recorder.record(method, path, req.headers, text);
+    return text;
+  };
+  const server = createServer({ keepAliveTimeout: 65_000 });
+  const sim: SimHttp = {
+    opts,
+    core,
+    recorder,
+    server,
+    post: (path, handle) => async (req, res) => handle(req, res, await readAndRecord(req, 'POST', path)),
+  };
+  const routes = new RouteTable<RouteHandler>();
+  addApiRoutes(routes, sim);
+  addDebugRoutes(routes, sim);
+  server.on(
+    'request',
+    httpFrame({
+      routes,
+      errors: SIMULATOR_ERRORS,
+      // Unknown routes (and known paths with another method) are read, recorded, then 404 (no 405).
+      noRoute: async (req, res, method, path) => {
+        await readAndRecord(req, method, path);
+        sendError(res, 404, `no route for ${method} ${path}`);
+      },
+      logger,
+      failureLog: 'simulator route failed',
+    }),
+  );
+  server.on('connection', (socket) => {
+    socket.setNoDelay(true);
+    if (core.faults.refuseConnection()) socket.destroy();
+  });
+  const url = await listen(server, opts.port, opts.host);
+  const wildcard = opts.host === '0.0.0.0' || opts.host === '::';
+  core.advertised = bootstrapAddressFromUrl(url, {
+    host: opts.advertiseHost ?? (wildcard ? '127.0.0.1' : null),
+  });
+  logListening(logger, { url, role: opts.role, engine: opts.engine, engine_id: opts.engineId });
+  return {
+    url,
+    core,
+    async close() {
+      core.abortAll('shutdown');
+      core.held.clear();
+      await closeServer(server);
+      await core.peers.close();
+    },
+  };
+}
+
+/** The engine's own API (OpenAI routes, health, metrics, SGLang abort) and its peer-to-peer KV routes. */
+function addApiRoutes(routes: RouteTable<RouteHandler>, { opts, core, post }: SimHttp): void {
   const models = JSON.stringify({
     object: 'list',
     data: [
@@ -52,63 +129,86 @@ export async function startSimulator(
       },
     ],
   });
+  routes
+    .add(
+      'POST',
+      '/v1/chat/completions',
+      post('/v1/chat/completions', (req, res, text) =>
+        core.handle('chat', '/v1/chat/completions', req, res, text),
+      ),
+    )
+    .add(
+      'POST',
+      '/v1/completions',
+      post('/v1/completions', (req, res, text) =>
+        core.handle('completion', '/v1/completions', req, res, text),
+      ),
+    )
+    .add('GET', '/v1/models', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(models) });
+      res.end(models);
+    })
+    .add('GET', '/health', (_req, res) => {
+      res.writeHead(200, { 'content-length': 0 });
+      res.end();
+    })
+    .add('GET', '/metrics', async (_req, res) => {
+      const body = await core.metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': core.metrics.registry.contentType });
+      res.end(body);
+    })
+    .add(
+      'POST',
+      '/abort_request',
+      post('/abort_request', (_req, res, text) => abortRequest(core, res, text)),
+    )
+    .add(
+      'POST',
+      '/internal/kv/pull',
+      post('/internal/kv/pull', (_req, res, text) => internalPull(core, res, text)),
+    )
+    .add(
+      'POST',
+      '/internal/kv/push',
+      post('/internal/kv/push', (_req, res, text) => internalPush(core, res, text)),
+    )
+    .add(
+      'POST',
+      '/internal/kv/release',
+      post('/internal/kv/release', (_req, res, text) => internalRelease(core, res, text)),
+    )
+    .add(
+      'POST',
+      '/internal/bootstrap/join',
+      post('/internal/bootstrap/join', (req, res, text) => internalJoin(core, req, res, text)),
+    );
+}
 
-  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    const method = req.method ?? 'GET';
-    let text = '';
-    if (method === 'POST' || method === 'PUT') {
-      try {
-        const buf = await readBody(req, opts.maxBodyBytes);
-        text = buf.toString('utf8');
-      } catch (err) {
-        if (err instanceof BodyTooLargeError) {
-          res.setHeader('connection', 'close');
-          return sendError(res, 413, err.message);
-        }
-        return; // client went away while sending
-      }
-    }
-    if (!NOT_RECORDED.has(path) && !path.startsWith('/debug/'))
-      recorder.record(method, path, req.headers, text);
-
-    switch (`${method} ${path}`) {
-      case 'POST /v1/chat/completions':
-        return core.handle('chat', path, req, res, text);
-      case 'POST /v1/completions':
-        return core.handle('completion', path, req, res, text);
-      case 'GET /v1/models':
-        res.writeHead(200, {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(models),
-        });
-        return void res.end(models);
-      case 'GET /health':
-        res.writeHead(200, { 'content-length': 0 });
-        return void res.end();
-      case 'GET /metrics': {
-        const body = await core.metrics.registry.metrics();
-        res.writeHead(200, { 'content-type': core.metrics.registry.contentType });
-        return void res.end(body);
-      }
-      case 'GET /debug/info':
-        return sendJson(res, 200, {
-          engine: opts.engine,
-          role: opts.role,
-          kv_connector: opts.kvConnector,
-          engine_id: opts.engineId,
-          model: opts.model,
-          block_size: opts.blockSize,
-          kv_blocks: opts.kvBlocks,
-          max_num_seqs: opts.maxNumSeqs,
-          time_scale: opts.timeScale,
-          advertised: core.advertised,
-        });
-      case 'GET /debug/faults':
-        return sendJson(res, 200, core.faults.config);
-      case 'POST /debug/faults': {
+/** Test hooks: engine info, fault injection, the request recorder and the request ledger. */
+function addDebugRoutes(
+  routes: RouteTable<RouteHandler>,
+  { opts, core, recorder, server, post }: SimHttp,
+): void {
+  routes
+    .add('GET', '/debug/info', (_req, res) =>
+      sendJson(res, 200, {
+        engine: opts.engine,
+        role: opts.role,
+        kv_connector: opts.kvConnector,
+        engine_id: opts.engineId,
+        model: opts.model,
+        block_size: opts.blockSize,
+        kv_blocks: opts.kvBlocks,
+        max_num_seqs: opts.maxNumSeqs,
+        time_scale: opts.timeScale,
+        advertised: core.advertised,
+      }),
+    )
+    .add('GET', '/debug/faults', (_req, res) => sendJson(res, 200, core.faults.config))
+    .add(
+      'POST',
+      '/debug/faults',
+      post('/debug/faults', (_req, res, text) => {
         const parsed = parseJsonPreservingRoom(text);
         if (!parsed.ok) return sendError(res, 400, parsed.message);
         const patch = FaultPatchSchema.safeParse(parsed.value);
@@ -116,67 +216,26 @@ export async function startSimulator(
         const set = core.faults.set(patch.data);
         // Refusing connections must reach clients that hold pooled keep-alive sockets too.
         if (set.refuse_connections !== 0) server.closeIdleConnections();
-        return sendJson(res, 200, set);
-      }
-      case 'DELETE /debug/faults':
-        return sendJson(res, 200, core.faults.reset());
-      case 'GET /debug/recorded':
-        return sendJson(res, 200, recorder.list());
-      case 'DELETE /debug/recorded':
-        recorder.clear();
-        return sendJson(res, 200, { cleared: true });
-      case 'GET /debug/requests': {
-        const wait = Number(new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('wait_idle_ms') ?? 0);
-        if (wait > 0) await core.ledger.waitIdle(Math.min(wait, 60_000));
-        return sendJson(res, 200, { ...core.ledger.snapshot(), kv_held: core.kvHeld() });
-      }
-      case 'DELETE /debug/requests':
-        core.ledger.clearFinished();
-        return sendJson(res, 200, { cleared: true });
-      case 'POST /abort_request':
-        return abortRequest(core, res, text);
-      case 'POST /internal/kv/pull':
-        return internalPull(core, res, text);
-      case 'POST /internal/kv/push':
-        return internalPush(core, res, text);
-      case 'POST /internal/kv/release':
-        return internalRelease(core, res, text);
-      case 'POST /internal/bootstrap/join':
-        return internalJoin(core, req, res, text);
-      default:
-        return sendError(res, 404, `no route for ${method} ${path}`);
-    }
-  };
-
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    route(req, res).catch((err: unknown) => {
-      logger.error({ err }, 'simulator route failed');
-      if (!res.headersSent) sendError(res, 500, 'internal simulator error');
-      else res.destroy();
+        sendJson(res, 200, set);
+      }),
+    )
+    .add('DELETE', '/debug/faults', (_req, res) => sendJson(res, 200, core.faults.reset()))
+    .add('GET', '/debug/recorded', (_req, res) => sendJson(res, 200, recorder.list()))
+    .add('DELETE', '/debug/recorded', (_req, res) => {
+      recorder.clear();
+      sendJson(res, 200, { cleared: true });
+    })
+    .add('GET', '/debug/requests', async (req, res) => {
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const wait = Number(new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('wait_idle_ms') ?? 0);
+      if (wait > 0) await core.ledger.waitIdle(Math.min(wait, 60_000));
+      sendJson(res, 200, { ...core.ledger.snapshot(), kv_held: core.kvHeld() });
+    })
+    .add('DELETE', '/debug/requests', (_req, res) => {
+      core.ledger.clearFinished();
+      sendJson(res, 200, { cleared: true });
     });
-  });
-  server.on('connection', (socket) => {
-    socket.setNoDelay(true);
-    if (core.faults.refuseConnection()) socket.destroy();
-  });
-  const url = await listen(server, opts.port, opts.host);
-  const bound = new URL(url);
-  const wildcard = opts.host === '0.0.0.0' || opts.host === '::';
-  core.advertised = {
-    host: opts.advertiseHost ?? (wildcard ? '127.0.0.1' : bound.hostname.replace(/^\[|\]$/g, '')),
-    port: Number(bound.port),
-  };
-  logListening(logger, { url, role: opts.role, engine: opts.engine, engine_id: opts.engineId });
-  return {
-    url,
-    core,
-    async close() {
-      core.abortAll('shutdown');
-      core.held.clear();
-      await closeServer(server);
-      await core.peers.close();
-    },
-  };
 }
 
 function parseObject(res: ServerResponse, text: string): Record<string, unknown> | null {
