@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isPlainObject, parseJson } from '../common/http.js';
 import type { ClientRoute } from '../engine-adapters/index.js';
 import { MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
-import type { LegAttempt } from './engine-call.js';
+import { LegAttempt } from './leg-attempt.js';
 import { checkEnvelope } from './envelope.js';
 import { runGenerationLeg } from './generation-leg.js';
 import { passThrough } from './pass-through.js';
@@ -48,13 +48,7 @@ export async function completionsRoute(
     return sendError(res, new ProxyError(begun.code, begun.message));
   }
   if (leg === 'trigger_prefill') return prepareTriggerLeg(ctx, res, envelope, begun.handle, path);
-  const attempt: LegAttempt = {
-    req,
-    res,
-    handle: begun.handle,
-    dispatch,
-    count: (outcome) => ctx.metrics.dispatches.inc({ role: dispatch.role, leg, outcome }),
-  };
+  const attempt = new LegAttempt(ctx, req, res, begun.handle, dispatch, leg);
   if (leg === 'handoff_prefill' || leg === 'bootstrap_prefill')
     return runPrefillLeg(ctx, attempt, envelope, path);
   return runGenerationLeg(ctx, attempt, envelope, path, route);

@@ -5,14 +5,7 @@ import {
   type ClientRoute,
 } from '../engine-adapters/index.js';
 import { MOTOR_DISPATCH_KEY } from '../protocol/index.js';
-import {
-  callEngine,
-  refuseAttempt,
-  answerStopped,
-  wireAbort,
-  type EngineCallProfile,
-  type LegAttempt,
-} from './engine-call.js';
+import type { EngineCallProfile, LegAttempt } from './leg-attempt.js';
 import { drained } from './engine-reply.js';
 import type { Envelope } from './envelope.js';
 import { forwardableResponseHeaders, type EngineResponse } from './http-clients.js';
@@ -35,7 +28,7 @@ export async function runGenerationLeg(
     const found = await ctx.bootstrapDiscovery.discover(dispatch);
     if (found instanceof ProxyError) {
       // A peer that cannot tell its bootstrap address cannot run its prefill leg either: stop it.
-      return refuseAttempt(ctx, attempt, 'rejected', found, found.status >= 500 ? found.message : null);
+      return attempt.refuse('rejected', found, found.status >= 500 ? found.message : null);
     }
     bootstrap = found;
   }
@@ -45,14 +38,8 @@ export async function runGenerationLeg(
     if (url && ctx.allow.check(url) === null) {
       ctx.metrics.peerRefused.inc({ use: 'metaserver' });
       const param = `${MOTOR_DISPATCH_KEY}.endpoints.prefill.url`;
-      const err = new ProxyError(
-        'invalid_request',
-        `${param}: ${url} is not an allowed peer (--peer-allow)`,
-        {
-          param,
-        },
-      );
-      return refuseAttempt(ctx, attempt, 'rejected', err, null);
+      const message = `${param}: ${url} is not an allowed peer (--peer-allow)`;
+      return attempt.refuse('rejected', new ProxyError('invalid_request', message, { param }), null);
     }
   }
   const built = ctx.adapter.buildEngineRequest(leg, {
@@ -61,16 +48,15 @@ export async function runGenerationLeg(
     prefillResult: env.prefillResult,
     bootstrap,
   });
-  if (!built.ok) return refuseAttempt(ctx, attempt, 'rejected', ProxyError.fromAdapter(built), null);
-  const ctl = wireAbort(ctx, attempt);
-  const up = await callEngine(ctx, attempt, GENERATION, { path, built, signal: ctl.signal });
+  if (!built.ok) return attempt.refuse('rejected', ProxyError.fromAdapter(built), null);
+  const ctl = attempt.wireAbort();
+  const up = await attempt.callEngine(GENERATION, path, built, ctl.signal);
   if (up === null) return;
-  await relayGeneration(ctx, attempt, up, { route, returnTokenIds: env.body.return_token_ids === true });
+  await relayGeneration(attempt, up, { route, returnTokenIds: env.body.return_token_ids === true });
 }
 
 /** Streams (SSE) or relays whole the engine's answer, normalised for the client; finishes the attempt. */
 async function relayGeneration(
-  ctx: ProxyContext,
   attempt: LegAttempt,
   up: EngineResponse,
   opts: { route: ClientRoute; returnTokenIds: boolean },
@@ -100,7 +86,7 @@ async function relayGeneration(
   } catch {
     if (handle.stopReason !== null) {
       const streaming = res.headersSent;
-      answerStopped(attempt);
+      attempt.answerStopped();
       if (streaming) res.destroy();
       return;
     }
@@ -108,6 +94,6 @@ async function relayGeneration(
     handle.finish('done');
     attempt.count('upstream_error');
     res.destroy();
-    await ctx.peerStopper.stopPeer(dispatch, 'engine connection failed mid-response');
+    await attempt.stopPeer('engine connection failed mid-response');
   }
 }

@@ -1,13 +1,7 @@
 import { parseJson } from '../common/http.js';
 import { stringifyWithBigInt } from '../common/json-bigint.js';
 import { buildPrefillResult } from '../protocol/index.js';
-import {
-  callEngineWhole,
-  refuseAttempt,
-  wireAbort,
-  type EngineCallProfile,
-  type LegAttempt,
-} from './engine-call.js';
+import type { EngineCallProfile, LegAttempt } from './leg-attempt.js';
 import { sendRaw } from './engine-reply.js';
 import type { Envelope } from './envelope.js';
 import type { ProxyContext } from './proxy-context.js';
@@ -29,14 +23,13 @@ export async function runPrefillLeg(
     dispatch,
     bootstrap: leg === 'bootstrap_prefill' ? ctx.selfBootstrap : null,
   });
-  if (!built.ok) return refuseAttempt(ctx, attempt, 'rejected', ProxyError.fromAdapter(built), null);
-  const ctl = wireAbort(ctx, attempt);
-  const reply = await callEngineWhole(ctx, attempt, PREFILL, { path, built, signal: ctl.signal });
+  if (!built.ok) return attempt.refuse('rejected', ProxyError.fromAdapter(built), null);
+  const ctl = attempt.wireAbort();
+  const reply = await attempt.callEngineWhole(PREFILL, path, built, ctl.signal);
   if (reply === null) return;
   const json = parseJson(Buffer.from(reply.text));
   const parsed = ctx.adapter.parsePrefillResponse(leg, json.ok ? json.value : null);
-  if (!parsed.ok)
-    return refuseAttempt(ctx, attempt, 'engine_error', ProxyError.fromAdapter(parsed), parsed.message);
+  if (!parsed.ok) return attempt.refuse('engine_error', ProxyError.fromAdapter(parsed), parsed.message);
   const handoff = leg === 'handoff_prefill';
   const result = buildPrefillResult({
     root_request_id: dispatch.root_request_id,

@@ -3,13 +3,7 @@ import { isPlainObject, parseJson, sendJson } from '../common/http.js';
 import { parseMetaserverKvFields, type MetaserverKvFields } from '../engine-adapters/index.js';
 import { buildPrefillResult } from '../protocol/index.js';
 import type { AttemptHandle } from './attempt-tracker.js';
-import {
-  callEngineWhole,
-  refuseAttempt,
-  wireAbort,
-  type EngineCallProfile,
-  type LegAttempt,
-} from './engine-call.js';
+import { LegAttempt, type EngineCallProfile } from './leg-attempt.js';
 import { sendRaw } from './engine-reply.js';
 import type { Envelope } from './envelope.js';
 import type { PreparedPrefill, ProxyContext } from './proxy-context.js';
@@ -103,7 +97,8 @@ export async function metaserverRoute(
       '(unknown, expired, stopped, or already consumed)';
     return sendError(res, new ProxyError('not_found', message, { param: 'request_id' }));
   }
-  return runTriggerPrefill(ctx, req, res, entry, fields.value, fields.extra, ctl);
+  const attempt = new LegAttempt(ctx, req, res, entry.handle, entry.dispatch, 'trigger_prefill');
+  return runTriggerPrefill(ctx, attempt, entry, fields, ctl);
 }
 
 /** The prepared prefill now, or after waiting for a late prepare (bounded); the wait is measured. */
@@ -123,44 +118,28 @@ async function takePrepared(
 /** Trigger flow, step 2: the real prefill, pushing KV into the decode's blocks; relays the engine's answer. */
 async function runTriggerPrefill(
   ctx: ProxyContext,
-  req: IncomingMessage,
-  res: ServerResponse,
+  attempt: LegAttempt,
   entry: PreparedPrefill,
-  kv: MetaserverKvFields,
-  extra: Record<string, unknown>,
+  kv: { value: MetaserverKvFields; extra: Record<string, unknown> },
   ctl: AbortController,
 ): Promise<void> {
-  const { dispatch, handle } = entry;
-  const attempt: LegAttempt = {
-    req,
-    res,
-    handle,
-    dispatch,
-    count: (outcome) => {
-      ctx.metrics.metaserverCalls.inc({ outcome });
-      ctx.metrics.dispatches.inc({ role: 'prefill', leg: 'trigger_prefill', outcome });
-    },
-  };
+  const { dispatch } = entry;
   const built = ctx.adapter.buildEngineRequest('trigger_prefill', {
     body: entry.body,
     dispatch,
-    triggerKv: kv,
+    triggerKv: kv.value,
   });
-  if (!built.ok) return refuseAttempt(ctx, attempt, 'rejected', ProxyError.fromAdapter(built), null);
+  if (!built.ok) return attempt.refuse('rejected', ProxyError.fromAdapter(built), null);
   // Extra keys the decode's connector sent ride along; the adapter's win on conflict.
   built.body.kv_transfer_params = {
-    ...extra,
+    ...kv.extra,
     ...(built.body.kv_transfer_params as Record<string, unknown>),
   };
-  wireAbort(ctx, attempt, ctl);
-  const reply = await callEngineWhole(ctx, attempt, TRIGGER_PREFILL, {
-    path: entry.path,
-    built,
-    signal: ctl.signal,
-  });
+  attempt.wireAbort(ctl);
+  const reply = await attempt.callEngineWhole(TRIGGER_PREFILL, entry.path, built, ctl.signal);
   if (reply === null) return;
   attempt.count('completed');
-  sendRaw(res, reply.status, reply.text, {
+  sendRaw(attempt.res, reply.status, reply.text, {
     ...reply.contentType,
     'x-request-id': dispatch.engine_request_id,
   });
