@@ -5,10 +5,10 @@ import {
   type ClientRoute,
 } from '../engine-adapters/index.js';
 import { MOTOR_DISPATCH_KEY } from '../protocol/index.js';
-import type { EngineCallProfile, LegAttempt } from './leg-attempt.js';
 import { drained } from './engine-reply.js';
 import type { Envelope } from './envelope.js';
 import { forwardableResponseHeaders, type EngineResponse } from './http-clients.js';
+import type { EngineCallProfile, LegAttempt } from './leg-attempt.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError } from './proxy-error.js';
 

@@ -1,9 +1,9 @@
 import { parseJson } from '../common/http.js';
 import { stringifyWithBigInt } from '../common/json-bigint.js';
 import { buildPrefillResult } from '../protocol/index.js';
-import type { EngineCallProfile, LegAttempt } from './leg-attempt.js';
 import { sendRaw } from './engine-reply.js';
 import type { Envelope } from './envelope.js';
+import type { EngineCallProfile, LegAttempt } from './leg-attempt.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError } from './proxy-error.js';
 
