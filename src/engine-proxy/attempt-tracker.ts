@@ -38,8 +38,13 @@ export interface AttemptHandle {
   finish(state: 'done' | 'stopped', reason?: string): void;
 }
 
+/** Why an attempt is refused; each is a code of the proxy's error table (proxy-error.ts). */
+export type BeginRefusalCode =
+  'attempt_in_flight' | 'attempt_finished' | 'dispatch_stopped' | 'too_many_attempts';
+
 export type BeginResult =
-  { ok: true; handle: AttemptHandle } | { ok: false; status: number; code: string; message: string };
+  | { ok: true; handle: AttemptHandle }
+  | { ok: false; status: number; code: BeginRefusalCode; message: string };
 
 export interface StopOutcome {
   state: DispatchStopState;

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, Pool, type Dispatcher } from 'undici';
+import { Agent, Pool } from 'undici';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -37,6 +37,11 @@ export function forwardableResponseHeaders(
   return out;
 }
 
+/** `path` appended to a peer base URL's own path (a peer may live under a prefix). */
+export function peerPath(baseUrl: string, path: string): string {
+  return new URL(baseUrl).pathname.replace(/\/+$/, '') + path;
+}
+
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
   path: string;
@@ -47,11 +52,43 @@ export interface UpstreamRequest {
   timeoutMs?: number;
 }
 
+/** The body of an engine answer: streamed chunk by chunk or read whole (undici's body satisfies it). */
+export interface EngineResponseBody extends AsyncIterable<Buffer> {
+  text(): Promise<string>;
+  arrayBuffer(): Promise<ArrayBuffer>;
+  dump(): Promise<void>;
+}
+
+export interface EngineResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: EngineResponseBody;
+}
+
+/** How the proxy reaches its engine; tests inject a fake (fake-clients.ts). */
+export interface EngineTransport {
+  /** Rejects when the engine is unreachable, the signal aborts, or a timeout fires. */
+  request(req: UpstreamRequest): Promise<EngineResponse>;
+  close(): Promise<void>;
+}
+
+/** An answer from a peer proxy: its status and its body parsed as JSON (the text when not JSON). */
+export interface PeerReply {
+  status: number;
+  json: unknown;
+}
+
+/** How the proxy calls peer proxies (stops, bootstrap discovery); tests inject a fake. */
+export interface PeerTransport {
+  call(origin: string, method: 'GET' | 'POST', path: string, body?: string): Promise<PeerReply>;
+  close(): Promise<void>;
+}
+
 /**
  * The engine behind this proxy: one undici Pool with keep-alive. Aborting a request's signal destroys
  * its socket, which is how vLLM notices a gone client and aborts the engine request.
  */
-export class EngineClient {
+export class EngineClient implements EngineTransport {
   readonly origin: string;
   private readonly pool: Pool;
 
@@ -64,7 +101,7 @@ export class EngineClient {
     this.pool = new Pool(this.origin, { connections, keepAliveTimeout: 30_000, pipelining: 1 });
   }
 
-  request(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+  request(req: UpstreamRequest): Promise<EngineResponse> {
     const timeout = req.timeoutMs ?? this.timeoutMs;
     return this.pool.request({
       method: req.method,
@@ -83,17 +120,12 @@ export class EngineClient {
 }
 
 /** Calls to peer proxies (stops, info); each call is bounded by `timeoutMs`. */
-export class PeerClient {
+export class PeerClient implements PeerTransport {
   private readonly agent = new Agent({ connections: 16, keepAliveTimeout: 10_000 });
 
   constructor(private readonly timeoutMs: number) {}
 
-  async call(
-    origin: string,
-    method: 'GET' | 'POST',
-    path: string,
-    body?: string,
-  ): Promise<{ status: number; json: unknown }> {
+  async call(origin: string, method: 'GET' | 'POST', path: string, body?: string): Promise<PeerReply> {
     const res = await this.agent.request({
       origin,
       path,

@@ -1,0 +1,55 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isPlainObject, parseJson } from '../common/http.js';
+import type { ClientRoute } from '../engine-adapters/index.js';
+import { MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
+import { checkEnvelope } from './envelope.js';
+import { runGenerationLeg } from './generation-leg.js';
+import { LegAttempt } from './leg-attempt.js';
+import { passThrough } from './pass-through.js';
+import { runPrefillLeg } from './prefill-leg.js';
+import type { ProxyContext } from './proxy-context.js';
+import { ProxyError, sendError } from './proxy-error.js';
+import { readBodyOrRefuse } from './request-body.js';
+import { prepareTriggerLeg } from './trigger-leg.js';
+
+/**
+ * `POST /v1/chat/completions` and `/v1/completions`: a body without a Motor envelope passes through
+ * unchanged; with one, the envelope is checked, the attempt registered, and its leg run.
+ */
+export async function completionsRoute(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: ClientRoute,
+): Promise<void> {
+  const raw = await readBodyOrRefuse(req, res, ctx.opts.maxBodyBytes);
+  if (raw === null) return;
+  const path = route === 'chat' ? '/v1/chat/completions' : '/v1/completions';
+  // A byte search is enough only without JSON escapes: `"\u005fmotor_dispatch"` is the same key.
+  if (raw.indexOf('"_motor_') < 0 && raw.indexOf('\\u') < 0) return passThrough(ctx, req, res, raw, path);
+  const parsed = parseJson(raw);
+  if (!parsed.ok) return sendError(res, ProxyError.invalidJson(parsed.message));
+  if (!isPlainObject(parsed.value)) return passThrough(ctx, req, res, raw, path);
+  const body = parsed.value;
+  if (!(MOTOR_DISPATCH_KEY in body)) {
+    if (!(MOTOR_PREFILL_RESULT_KEY in body)) return passThrough(ctx, req, res, raw, path);
+    const message = `${MOTOR_PREFILL_RESULT_KEY} needs a ${MOTOR_DISPATCH_KEY}`;
+    return sendError(res, new ProxyError('invalid_request', message, { param: MOTOR_PREFILL_RESULT_KEY }));
+  }
+  const envelope = checkEnvelope(body, ctx.opts, ctx.adapter);
+  if (envelope instanceof ProxyError) {
+    ctx.metrics.dispatches.inc({ role: 'unknown', leg: 'unknown', outcome: 'rejected' });
+    return sendError(res, envelope);
+  }
+  const { dispatch, leg } = envelope;
+  const begun = ctx.tracker.begin(dispatch);
+  if (!begun.ok) {
+    ctx.metrics.dispatches.inc({ role: dispatch.role, leg, outcome: 'refused' });
+    return sendError(res, new ProxyError(begun.code, begun.message));
+  }
+  if (leg === 'trigger_prefill') return prepareTriggerLeg(ctx, res, envelope, begun.handle, path);
+  const attempt = new LegAttempt(ctx, req, res, begun.handle, dispatch, leg);
+  if (leg === 'handoff_prefill' || leg === 'bootstrap_prefill')
+    return runPrefillLeg(ctx, attempt, envelope, path);
+  return runGenerationLeg(ctx, attempt, envelope, path, route);
+}

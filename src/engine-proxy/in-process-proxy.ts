@@ -1,0 +1,92 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { request } from 'undici';
+import { createLogger } from '../common/logger.js';
+import { FakeEngineClient, FakePeerClient, type EngineScript, type PeerScript } from './fake-clients.js';
+import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from './options.js';
+import { startEngineProxy } from './server.js';
+
+/** The peers an in-process proxy may call; envelopes in the unit tests name these. */
+export const PREFILL_PEER = 'http://prefill-proxy.test:8001';
+export const DECODE_PEER = 'http://decode-proxy.test:8002';
+/** The fake engine's address (only its host and port matter: the default bootstrap address). */
+export const ENGINE_URL = 'http://10.0.0.5:30000';
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  json: unknown;
+}
+
+export interface InProcessProxy {
+  url: string;
+  engine: FakeEngineClient;
+  peers: FakePeerClient;
+  call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    opts?: { headers?: Record<string, string>; signal?: AbortSignal },
+  ): Promise<Answer>;
+  /** One series of the proxy's /metrics, e.g. `motor_proxy_peer_stops_total{outcome="sent"}` (0 if absent). */
+  metric(series: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * An engine proxy on a loopback port whose engine and peers are in-process fakes: the proxy's real
+ * HTTP handling, with every engine and peer answer scripted by the test.
+ */
+export async function startInProcessProxy(
+  opts: Partial<EngineProxyOptions>,
+  engineScript: EngineScript,
+  peerScript?: PeerScript,
+): Promise<InProcessProxy> {
+  const engine = new FakeEngineClient(engineScript);
+  const peers = new FakePeerClient(peerScript);
+  const server = await startEngineProxy(
+    {
+      ...ENGINE_PROXY_DEFAULTS,
+      engineUrl: ENGINE_URL,
+      role: 'prefill',
+      engine: 'vllm',
+      dispatchCapabilities: ['prefill_handoff_decode', 'concurrent_engine_sync'],
+      dispatchProfile: 'test',
+      bootstrapHost: null,
+      bootstrapPort: null,
+      peerAllow: [PREFILL_PEER, DECODE_PEER],
+      ...opts,
+    },
+    createLogger('engine-proxy-test', 'silent'),
+    { engine, peers },
+  );
+  const call: InProcessProxy['call'] = async (method, path, body, callOpts = {}) => {
+    const res = await request(server.url + path, {
+      method,
+      headers:
+        body === undefined ? callOpts.headers : { 'content-type': 'application/json', ...callOpts.headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      signal: callOpts.signal,
+    });
+    const text = await res.body.text();
+    let json: unknown = undefined;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // not JSON (SSE, plain text)
+    }
+    return { status: res.statusCode, headers: res.headers, text, json };
+  };
+  return {
+    url: server.url,
+    engine,
+    peers,
+    call,
+    metric: async (series) => {
+      const { text } = await call('GET', '/metrics');
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? 0 : Number(line.slice(series.length + 1));
+    },
+    close: () => server.close(),
+  };
+}

@@ -1,0 +1,59 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { drained } from './engine-reply.js';
+import {
+  forwardableRequestHeaders,
+  forwardableResponseHeaders,
+  type EngineResponse,
+} from './http-clients.js';
+import type { ProxyContext } from './proxy-context.js';
+import { ProxyError, sendError } from './proxy-error.js';
+
+/**
+ * Forwards a request unchanged and streams the answer back byte for byte. `route` labels the
+ * metric; `target` is what the engine is asked for (default: the client's own target).
+ */
+export async function passThrough(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer | undefined,
+  route: string,
+  target: string = req.url ?? '/',
+): Promise<void> {
+  // Only origin-form targets are forwarded: `*`, absolute-form (`http://host/...`) and `//host/...`
+  // would be an upstream client error (502) or a request aimed elsewhere.
+  if (target[0] !== '/' || target[1] === '/') {
+    return sendError(
+      res,
+      new ProxyError('bad_request_target', 'request target must be an absolute path (origin-form)'),
+    );
+  }
+  ctx.metrics.passThrough.inc({ route });
+  const ctl = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ctl.abort('client_disconnect');
+  });
+  let up: EngineResponse;
+  try {
+    up = await ctx.engine.request({
+      method: (req.method ?? 'GET') as 'GET' | 'POST',
+      path: target,
+      headers: forwardableRequestHeaders(req.headers),
+      body,
+      signal: ctl.signal,
+    });
+  } catch (err) {
+    // No attempt, no peer: only the answer of the ladder applies (nothing when the client left).
+    if (!res.headersSent && !ctl.signal.aborted) sendError(res, ProxyError.engineUnreachable(err));
+    return;
+  }
+  res.writeHead(up.statusCode, forwardableResponseHeaders(up.headers, true));
+  try {
+    for await (const chunk of up.body) {
+      if (!res.write(chunk)) await drained(res);
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  }
+}
