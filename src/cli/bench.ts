@@ -2,12 +2,12 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { intArg, numberArg } from './number-arg.js';
-import { commandLine, environmentFacts, type BenchReport } from '../bench/json-report.js';
-import { startProgress } from '../bench/progress.js';
-import type { LoadShape, StopCondition, Target, TargetResult } from '../bench/runner.js';
-import { formatSummary } from '../bench/summary-table.js';
-import { renderSvg } from '../bench/svg-chart.js';
-import { WORKLOAD_NAMES, createWorkload, type WorkloadName } from '../bench/workloads.js';
+import { commandLine, environmentFacts, type BenchReport } from '../loadgen/json-report.js';
+import { startProgress } from '../loadgen/progress.js';
+import type { LoadShape, StopCondition, Target, TargetResult } from '../loadgen/runner.js';
+import { formatSummary } from '../loadgen/summary-table.js';
+import { renderSvg } from '../loadgen/svg-chart.js';
+import { WORKLOAD_NAMES, createWorkload, type WorkloadName } from '../loadgen/workloads.js';
 
 interface BenchFlags {
   url: string[];
@@ -206,7 +206,7 @@ async function runBench(flags: BenchFlags): Promise<number> {
       `${flags.stream ? 'stream' : 'no stream'}, seed ${flags.seed}; targets run one after another`,
   );
   // Loaded only when a run starts (it pulls in the HTTP client), not for every motor command.
-  const { BenchRun, discoverModel } = await import('../bench/runner.js');
+  const { BenchRun, discoverModel } = await import('../loadgen/runner.js');
   for (const target of targets) {
     let model = flags.model;
     if (model === undefined) {
