@@ -91,7 +91,7 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--url <url>',
-      'OpenAI base URL to load (e.g. http://127.0.0.1:8000/v1; a bare origin gets /v1), repeatable',
+      'OpenAI base URL to load (e.g. http://127.0.0.1:8000/v1; a bare origin gets /v1), repeatable; targets are named target, or host:port when there are several',
       (v: string, p: string[]) => [...p, checkUrl(v)],
       [],
     )

@@ -19,7 +19,9 @@ export const prefixAffinityScorer = definePlugin({
   type: 'prefix-affinity',
   kind: 'scorer',
   description:
-    'prefer the instance that likely holds the longest prompt prefix, traded against its queued work',
+    'prefer the instance that likely holds the longest prompt prefix (estimated from routed history), traded ' +
+    'against its queued work: cost = uncachedTokenWeight × uncached tokens + queued prefill tokens + ' +
+    'requestTokens × requests in flight',
   params: z.strictObject({
     blockSize: z
       .number()
