@@ -1,5 +1,104 @@
+import { readdirSync } from 'node:fs';
+import { join, posix } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/**
+ * Import direction (docs/architecture.md, "Import direction"): which directories of src/ a directory
+ * may not import. `only` lists what a directory may import besides itself; every other directory of
+ * src/ is then refused. A directory listed here that does not exist yet costs nothing.
+ */
+const IMPORT_DIRECTION = [
+  { from: 'src/protocol', only: ['src/common'], why: 'protocol imports nothing of ours but common' },
+  { from: 'src/common', only: ['src/protocol'], why: 'common imports nothing of ours but protocol' },
+  {
+    from: 'src/simulator',
+    only: ['src/protocol', 'src/common'],
+    why: 'the simulator checks the protocol from the outside: it imports only protocol and common',
+  },
+  {
+    from: 'src/observability',
+    deny: ['src/coordinator'],
+    why: 'observability is a port the coordinator calls: it imports no coordinator code',
+  },
+  {
+    from: 'src/registry',
+    deny: ['src/scheduling', 'src/coordinator'],
+    why: 'gateway → dispatch → scheduling → registry',
+  },
+  { from: 'src/scheduling', deny: ['src/coordinator'], why: 'gateway → dispatch → scheduling → registry' },
+  {
+    from: 'src/coordinator/dispatch',
+    deny: ['src/coordinator/gateway'],
+    why: 'gateway → dispatch → scheduling → registry',
+  },
+  {
+    from: 'src/scheduling/plugins',
+    deny: ['src/scheduling/plugins'],
+    why: 'scheduling plugins do not import each other (shared code lives in src/scheduling/)',
+  },
+];
+
+/** Files nested deeper than this below a listed directory are not checked. */
+const MAX_DEPTH = 4;
+
+const escapeRegex = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The relative specifier that reaches `target` from a file `depth` directories below `dir`, as a
+ * regular expression. ESLint's no-restricted-imports sees import strings as written, so the rule is
+ * generated per depth: `../coordinator/x.js` is the coordinator from src/observability/a.ts, but not
+ * from src/observability/sub/a.ts.
+ */
+function reachRegex(dir, depth, target) {
+  const rel = posix.relative(dir, target);
+  if (rel === '') return `^\\./`; // a sibling in the same directory
+  return `^${escapeRegex('../'.repeat(depth) + rel)}(/|$)`;
+}
+
+const srcDirs = readdirSync(join(import.meta.dirname, 'src'), { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => `src/${e.name}`);
+
+const deniedTargets = (rule) => rule.deny ?? srcDirs.filter((d) => d !== rule.from && !rule.only.includes(d));
+
+/**
+ * One config object per listed directory and depth, carrying the rules of that directory and of every
+ * listed ancestor: flat config replaces (does not merge) a rule's options when two objects match a
+ * file, so the most specific object — sorted last — must carry all of them.
+ */
+function importDirectionConfigs() {
+  const dirs = [...new Set(IMPORT_DIRECTION.map((r) => r.from))].sort((a, b) => a.length - b.length);
+  const configs = [];
+  for (const dir of dirs) {
+    const rules = IMPORT_DIRECTION.filter((r) => dir === r.from || dir.startsWith(`${r.from}/`));
+    for (let depth = 0; depth <= MAX_DEPTH; depth++) {
+      const restrictions = rules.flatMap((rule) =>
+        deniedTargets(rule)
+          .filter((target) => depth === 0 || target !== rule.from) // "each other": siblings only
+          .map((target) => ({
+            regex: reachRegex(dir, depth, target),
+            message: `${rule.from} must not import ${target}: ${rule.why}.`,
+          })),
+      );
+      configs.push({
+        files: [`${dir}/${'*/'.repeat(depth)}*.ts`],
+        rules: {
+          'no-restricted-imports': ['error', { patterns: restrictions }],
+          // import() too; esquery regexes cannot contain '/', hence \x2F.
+          'no-restricted-syntax': [
+            'error',
+            ...restrictions.map(({ regex, message }) => ({
+              selector: `ImportExpression[source.value=/${regex.replaceAll('/', '\\x2F')}/]`,
+              message,
+            })),
+          ],
+        },
+      });
+    }
+  }
+  return configs;
+}
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
@@ -13,4 +112,5 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
+  ...importDirectionConfigs(),
 );

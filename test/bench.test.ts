@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
-import type { BenchReport } from '../src/bench/json-report.js';
-import { xmlProblem } from '../src/bench/well-formed-xml.js';
+import type { BenchReport } from '../src/loadgen/json-report.js';
+import { xmlProblem } from '../src/loadgen/well-formed-xml.js';
 
 const MOTOR_BIN = fileURLToPath(new URL('../bin/motor.js', import.meta.url));
 

@@ -2,12 +2,12 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { intArg, numberArg } from './number-arg.js';
-import { commandLine, environmentFacts, type BenchReport } from '../bench/json-report.js';
-import { startProgress } from '../bench/progress.js';
-import type { LoadShape, StopCondition, Target, TargetResult } from '../bench/runner.js';
-import { formatSummary } from '../bench/summary-table.js';
-import { renderSvg } from '../bench/svg-chart.js';
-import { WORKLOAD_NAMES, createWorkload, type WorkloadName } from '../bench/workloads.js';
+import { commandLine, environmentFacts, type BenchReport } from '../loadgen/json-report.js';
+import { startProgress } from '../loadgen/progress.js';
+import type { LoadShape, StopCondition, Target, TargetResult } from '../loadgen/runner.js';
+import { formatSummary } from '../loadgen/summary-table.js';
+import { renderSvg } from '../loadgen/svg-chart.js';
+import { WORKLOAD_NAMES, createWorkload, type WorkloadName } from '../loadgen/workloads.js';
 
 interface BenchFlags {
   url: string[];
@@ -82,7 +82,7 @@ const pkgVersion = (): string =>
   (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
     .version;
 
-/** `motor bench`: OpenAI-compatible load generator (see README "motor bench" for every flag). */
+/** `motor bench`: OpenAI-compatible load generator (docs/motor-bench.md; flags in docs/cli.md). */
 export function registerBench(program: Command): void {
   program
     .command('bench')
@@ -91,7 +91,7 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--url <url>',
-      'OpenAI base URL to load (e.g. http://127.0.0.1:8000/v1), repeatable',
+      'OpenAI base URL to load (e.g. http://127.0.0.1:8000/v1; a bare origin gets /v1), repeatable; targets are named target, or host:port when there are several',
       (v: string, p: string[]) => [...p, checkUrl(v)],
       [],
     )
@@ -103,7 +103,7 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--concurrency <n>',
-      'closed loop: N requests in flight (default 8 unless --rate)',
+      'closed loop: N requests in flight, each worker sending its next when the last ends (default 8 unless --rate)',
       intArg('--concurrency', 1),
     )
     .option(
@@ -113,7 +113,7 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--duration <time>',
-      'measure for this long: 30s, 2m, 500ms (default 30s unless --requests)',
+      'measure for this long: 30s, 2m, 500ms, bare number = seconds; in-flight requests finish and count (default 30s unless --requests)',
       parseDuration,
     )
     .option(
@@ -123,7 +123,7 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--warmup <n|time>',
-      'warm-up before measuring, discarded: a request count (20) or a time (5s)',
+      'warm-up before measuring, discarded (same load shape, other prompts): a request count (20) or a time (5s)',
       parseWarmup,
     )
     .option(
@@ -136,8 +136,12 @@ export function registerBench(program: Command): void {
       'approx. prompt length: user prompt (short-chat 40, long-prompt 3000, ±50%) or shared system prompt (shared-prefix 2000)',
       intArg('--prompt-tokens', 1),
     )
-    .option('--conversations <n>', 'shared-prefix: conversations per cycle', intArg('--conversations', 1))
-    .option('--turns <n>', 'shared-prefix: turns per conversation', intArg('--turns', 1))
+    .option(
+      '--conversations <n>',
+      'shared-prefix: conversations per cycle (default 8)',
+      intArg('--conversations', 1),
+    )
+    .option('--turns <n>', 'shared-prefix: turns per conversation (default 4)', intArg('--turns', 1))
     .option('--stream', 'streaming requests over SSE (the default)', true)
     .option('--no-stream', 'non-streaming requests (TTFT = end-to-end latency)')
     .option(
@@ -152,14 +156,20 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--timeout <time>',
-      'per-request bound on waiting for headers and between body chunks',
+      'per-request bound on waiting for headers and between body chunks (default 300s)',
       parseDuration,
       300_000,
     )
     .option('--ignore-eos', 'send ignore_eos:true (vLLM/SGLang) so every output reaches --max-tokens')
-    .option('--json <file>', 'write the full report (command, settings, environment, results) as JSON')
-    .option('--svg <file>', 'write an SVG chart comparing the targets')
-    .option('--title <text>', 'SVG chart title')
+    .option(
+      '--json <file>',
+      'write the report as JSON: exact command line, settings, environment (Node, CPUs, memory, load), results',
+    )
+    .option(
+      '--svg <file>',
+      'write an SVG chart comparing the targets: TTFT / ITL / E2E p50-p90-p99, requests/s, tokens/s, cache hits',
+    )
+    .option('--title <text>', 'SVG chart title (default: motor bench — <workload>)')
     .option('--no-progress', 'no progress output on stderr')
     .action(async (flags: BenchFlags, cmd: Command) => {
       try {
@@ -206,7 +216,7 @@ async function runBench(flags: BenchFlags): Promise<number> {
       `${flags.stream ? 'stream' : 'no stream'}, seed ${flags.seed}; targets run one after another`,
   );
   // Loaded only when a run starts (it pulls in the HTTP client), not for every motor command.
-  const { BenchRun, discoverModel } = await import('../bench/runner.js');
+  const { BenchRun, discoverModel } = await import('../loadgen/runner.js');
   for (const target of targets) {
     let model = flags.model;
     if (model === undefined) {

@@ -39,7 +39,10 @@ export function registerEngineProxy(program: Command): void {
     )
     .requiredOption('--engine-url <url>', 'base URL of the engine, e.g. http://127.0.0.1:8000')
     .addOption(
-      new Option('--role <role>', 'P/D role of the engine')
+      new Option(
+        '--role <role>',
+        'P/D role of the engine: prefill accepts envelope roles prefill and single (the degraded path), decode accepts decode, union accepts single',
+      )
         .choices(['prefill', 'decode', 'union'])
         .makeOptionMandatory(),
     )
@@ -81,7 +84,7 @@ export function registerEngineProxy(program: Command): void {
     )
     .option(
       '--max-tracked-attempts <n>',
-      'most finished attempts / tombstones remembered',
+      'most finished attempts / tombstones remembered (oldest dropped first)',
       intArg('--max-tracked-attempts', 1),
       d.maxTrackedAttempts,
     )
@@ -105,7 +108,7 @@ export function registerEngineProxy(program: Command): void {
     )
     .option(
       '--handoff-ttl-ms <ms>',
-      'handoff: expires_at_ms of completed prefill results (engine KV lease)',
+      'handoff: expires_at_ms of completed prefill results (vLLM NIXL frees unread blocks after 480 s)',
       intArg('--handoff-ttl-ms', 1),
       d.handoffTtlMs,
     )
@@ -117,7 +120,7 @@ export function registerEngineProxy(program: Command): void {
     )
     .option(
       '--peer-timeout-ms <ms>',
-      'bound on calls to peers and on engine abort calls',
+      'bound on peer stops, bootstrap discovery and SGLang /abort_request calls',
       intArg('--peer-timeout-ms', 1),
       d.peerTimeoutMs,
     )
@@ -149,13 +152,13 @@ export function registerEngineProxy(program: Command): void {
     .option('--model <name>', 'served model name to register, repeatable (default: any model)', collect, [])
     .option(
       '--heartbeat-ms <ms>',
-      'heartbeat period; the lease is 3 × this',
+      'heartbeat period; the lease TTL is 3 × this (whole seconds, at least 1 s)',
       intArg('--heartbeat-ms', 1),
       2000,
     )
     .option(
       '--drain-timeout-ms <ms>',
-      'on SIGTERM: how long to wait for in-flight requests after draining',
+      "on SIGTERM with --register: how long to wait for the coordinator's in-flight requests after draining",
       intArg('--drain-timeout-ms'),
       30_000,
     )

@@ -4,7 +4,7 @@ import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
 import type { FaultConfig } from '../simulator/faults.js';
 import { intArg, numArg } from './number-arg.js';
 
-/** `motor sim`: a vLLM/SGLang-compatible fake engine (see README "motor sim" for every flag). */
+/** `motor sim`: a vLLM/SGLang-compatible fake engine (docs/simulator.md; flags in docs/cli.md). */
 export function registerSim(program: Command): void {
   const d = defaultSimOptions();
   program
@@ -18,7 +18,9 @@ export function registerSim(program: Command): void {
     )
     .option('--model <name>', 'served model name', d.model)
     .addOption(
-      new Option('--engine <engine>', 'engine to imitate').choices(['vllm', 'sglang']).default(d.engine),
+      new Option('--engine <engine>', 'engine to imitate (request ids, /abort_request, bootstrap)')
+        .choices(['vllm', 'sglang'])
+        .default(d.engine),
     )
     .addOption(
       new Option('--role <role>', 'P/D role').choices(['prefill', 'decode', 'union']).default(d.role),
@@ -83,7 +85,7 @@ export function registerSim(program: Command): void {
     )
     .option(
       '--kv-lease-ms <ms>',
-      'how long a prefill holds unread handoff blocks (wall clock)',
+      "how long a prefill holds unread handoff blocks (wall clock; vLLM's NIXL abort timeout)",
       intArg('--kv-lease-ms', 1),
       d.kvLeaseMs,
     )

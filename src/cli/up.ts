@@ -13,9 +13,9 @@ export function registerUp(program: Command): void {
   program
     .command('up')
     .description('start a local P/D cluster on the simulator: engines, engine proxies and a coordinator')
-    .option('--prefill <n>', 'prefill instances', intArg('--prefill', 0, 64), 2)
-    .option('--decode <n>', 'decode instances', intArg('--decode', 0, 64), 2)
-    .option('--union <n>', 'union (prefill+decode) instances', intArg('--union', 0, 64), 0)
+    .option('--prefill <n>', 'prefill instances (0–64)', intArg('--prefill', 0, 64), 2)
+    .option('--decode <n>', 'decode instances (0–64)', intArg('--decode', 0, 64), 2)
+    .option('--union <n>', 'union (prefill+decode) instances (0–64)', intArg('--union', 0, 64), 0)
     .addOption(
       new Option(
         '--profile <profile>',

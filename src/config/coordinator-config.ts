@@ -13,14 +13,18 @@ import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './sc
 
 /**
  * The coordinator's configuration: this one schema is the source of truth for types, defaults and
- * the README's key table. Sources, later wins: defaults < YAML file < environment < flags.
+ * docs/configuration.md (`npm run docs:gen`). Sources, later wins: defaults < YAML file < environment < flags.
  */
 
 const ms = (def: number, what: string) => z.int().min(0).default(def).describe(`${what} (ms)`);
 
 export const instanceConfigSchema = z
   .strictObject({
-    id: z.string().min(1).optional().describe('stable instance name (default `<role>-<index>`)'),
+    id: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('unique, stable instance name (logs, retry exclusion); default `<role>-<index>`'),
     url: z
       .url({ protocol: /^https?$/ })
       .describe('base URL of the engine proxy (mode proxy) or engine (mode direct)'),
@@ -29,9 +33,15 @@ export const instanceConfigSchema = z
       .enum(['proxy', 'direct'])
       .default('proxy')
       .describe(
-        'proxy: Motor envelope to a `motor engine-proxy`; direct: engine-native fields to a stock engine',
+        '`proxy`: Motor envelope to a `motor engine-proxy`; `direct`: engine-native fields (vLLM ' +
+          '`kv_transfer_params`, SGLang `bootstrap_*`) to a stock engine',
       ),
-    engine: z.enum(['vllm', 'sglang']).default('vllm').describe('engine kind behind the URL'),
+    engine: z
+      .enum(['vllm', 'sglang'])
+      .default('vllm')
+      .describe(
+        'engine kind behind the URL (SGLang instances advertise `concurrent_engine_sync`: the bootstrap flow)',
+      ),
     dispatchProfile: z
       .string()
       .optional()
@@ -41,21 +51,30 @@ export const instanceConfigSchema = z
     kvTransferConfig: z
       .record(z.string(), z.unknown())
       .optional()
-      .describe("the engine's vLLM `kv_transfer_config`, classified like `motor classify`"),
+      .describe(
+        "the engine's vLLM `kv_transfer_config`, classified as `motor classify` does; no profile at all = " +
+          'no capability (fail closed)',
+      ),
     dispatchCapabilities: z
       .array(z.string())
       .optional()
-      .describe('advertised plans; overrides the profile (prefill_handoff_decode, concurrent_engine_sync)'),
+      .describe(
+        'explicit plan list (`prefill_handoff_decode`, `concurrent_engine_sync`), overriding the profile; ' +
+          'other strings are ignored',
+      ),
     models: z
       .array(z.string().min(1))
       .default([])
-      .describe('model names served; empty = any model (not listed by /v1/models)'),
+      .describe('model names served (routing and `/v1/models`); empty = any model, not listed'),
     bootstrapPort: z
       .int()
       .min(1)
       .max(65535)
       .optional()
-      .describe('SGLang bootstrap port of a prefill instance (mode direct; default: the URL port)'),
+      .describe(
+        'direct SGLang prefill: bootstrap port given to both legs (default: the URL port, as `motor sim` ' +
+          'serves it; real SGLang: 8998)',
+      ),
   })
   .describe('one engine instance');
 
@@ -72,69 +91,92 @@ export const coordinatorConfigSchema = z.strictObject({
       apiKeys: z
         .array(z.string().min(1))
         .default([])
-        .describe('accepted `Authorization: Bearer` keys; empty = no authentication'),
+        .describe(
+          'accepted `Authorization: Bearer` keys on the `/v1/*` client routes; empty = no authentication',
+        ),
       publicUrl: z
         .url()
         .optional()
         .describe(
-          'URL engines use to reach this coordinator (direct trigger metaserver); default: the bound URL',
+          'URL engines use to reach this coordinator (the direct-trigger metaserver is ' +
+            '`<publicUrl>/v1/metaserver`); default: the bound URL',
         ),
     })
-    .prefault({}),
-  instances: z.array(instanceConfigSchema).default([]).describe('static instance list'),
+    .prefault({})
+    .describe('the OpenAI-compatible listener'),
+  instances: z
+    .array(instanceConfigSchema)
+    .default([])
+    .describe('the static fleet, registered in the registry at start-up (source `static`, no lease)'),
   scheduler: z
     .strictObject({
       policy: z
         .enum(['round-robin', 'least-in-flight'])
         .optional()
-        .describe('deprecated: use `scheduling.policy` (least-in-flight = least-load)'),
+        .describe(
+          'deprecated: `round-robin` → `scheduling.policy: round-robin`, `least-in-flight` → `least-load`; ' +
+            '`scheduling.policy` wins',
+        ),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('deprecated: use `scheduling`'),
   scheduling: z
     .unknown()
     .optional()
-    .describe('pair selection, circuit breaker, admission (see the scheduling section of the README)'),
+    .describe(
+      'pair selection (filters → scorers → picker per role), circuit breaker, admission, engine metrics',
+    ),
   dispatch: z
     .strictObject({
       fallbackToSingle: z
         .boolean()
         .default(false)
         .describe(
-          'when no P/D pair shares a plan: serve on a union instance, else degraded on a prefill (or decode) instance',
+          'when no P/D pair shares a plan: serve on a union instance, else degraded on a prefill (or decode) ' +
+            'instance (the default of `scheduling.fallback.*`)',
         ),
       prefillFailurePolicy: z
         .enum(['error', 'retry', 'fallback-decode-only'])
         .default('retry')
         .describe(
-          'on a retryable prefill-leg failure: fail, retry as a new attempt, or run the request on the decode alone',
+          'retryable prefill-leg failure: `error` (answer it), `retry` (new attempt), `fallback-decode-only` ' +
+            '(the next attempt runs single on the decode)',
         ),
       planPreference: z
         .array(z.enum(['prefill_handoff_decode', 'concurrent_engine_sync']))
         .default(['prefill_handoff_decode', 'concurrent_engine_sync'])
-        .describe('which shared plan wins when a pair shares several'),
+        .describe(
+          'which shared plan wins when a pair shares several (the default of `scheduling.planPreference`)',
+        ),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('how a request runs over the instances it is given'),
   retry: z
     .strictObject({
       maxAttempts: z.int().min(1).max(10).default(3).describe('attempts per request, first included'),
-      baseDelayMs: ms(25, 'first backoff delay'),
+      baseDelayMs: ms(25, 'first backoff delay; doubles per attempt'),
       maxDelayMs: ms(1000, 'backoff cap'),
       jitter: z.number().min(0).max(1).default(0.5).describe('fraction of each delay that is randomised'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('new attempts, only before the first byte reached the client'),
   timeouts: z
     .strictObject({
       connectMs: ms(5_000, 'TCP connect timeout to an instance'),
-      firstTokenMs: ms(120_000, 'attempt start → first byte for the client (prefill included); 0 = off'),
+      firstTokenMs: ms(
+        120_000,
+        'attempt start → first byte for the client (prefill included; non-stream: the prefill leg); retryable; 0 = off',
+      ),
       idleMs: ms(60_000, 'longest gap between stream chunks after the first; 0 = off'),
       totalMs: ms(600_000, 'overall deadline of a client request, retries included; 0 = off'),
-      stopMs: ms(2_000, 'timeout of one /v1/dispatch/stop call'),
+      stopMs: ms(2_000, 'timeout of one `/v1/dispatch/stop` (or SGLang `/abort_request`) call'),
       metaserverWaitMs: ms(
         5_000,
         'direct trigger: how long a metaserver call waits for an unknown request id before 404',
       ),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('0 turns a timeout off where noted'),
   registry: z
     .strictObject({
       store: z
@@ -144,14 +186,17 @@ export const coordinatorConfigSchema = z.strictObject({
       endpoints: z
         .array(z.url({ protocol: /^https?$/ }))
         .default([])
-        .describe('etcd client URLs (store etcd), e.g. http://10.0.0.5:2379'),
+        .describe('etcd client URLs, required with `store: etcd` (e.g. `http://10.0.0.5:2379`)'),
       prefix: z
         .string()
         .min(1)
         .default('/motor/')
         .describe('etcd key prefix, one per deployment (replicas of one deployment share it)'),
       auth: z
-        .strictObject({ username: z.string().min(1), password: z.string() })
+        .strictObject({
+          username: z.string().min(1).describe('etcd user'),
+          password: z.string().describe('its password'),
+        })
         .optional()
         .describe('etcd user and password'),
       dialTimeoutMs: ms(5_000, 'etcd connect timeout at start-up'),
@@ -160,7 +205,11 @@ export const coordinatorConfigSchema = z.strictObject({
     .describe('where the live instance set is kept (static instances are loaded into it)'),
   health: z
     .strictObject({
-      intervalMs: ms(2_000, 'time between `/health` probes of one instance; 0 = no active probes'),
+      intervalMs: ms(
+        2_000,
+        'time between `/health` probes of one instance; 0 = no probes (instances count as healthy; only ' +
+          'connection errors take them out)',
+      ),
       timeoutMs: ms(1_000, 'a slower probe fails'),
       unhealthyAfter: z
         .int()
@@ -174,7 +223,8 @@ export const coordinatorConfigSchema = z.strictObject({
         .describe('consecutive successful probes that bring an unhealthy instance back'),
       path: z.string().startsWith('/').default('/health').describe('probe path on each instance'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe("each coordinator's own view of instance health: active probes plus its dispatch's signals"),
   management: z
     .strictObject({
       port: z
@@ -189,15 +239,20 @@ export const coordinatorConfigSchema = z.strictObject({
         .string()
         .min(1)
         .optional()
-        .describe('required `Authorization: Bearer` token (env MOTOR_ADMIN_TOKEN); unset = no auth'),
+        .describe(
+          'required `Authorization: Bearer` token; unset = no auth (prefer env `MOTOR_ADMIN_TOKEN`: the ' +
+            'config file does not expand variables)',
+        ),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('the management API: register, drain, pause instances (docs/control-plane.md)'),
   upstream: z
     .strictObject({
       connectionsPerInstance: z.int().min(1).default(256).describe('undici pool size per instance'),
       keepAliveMs: ms(30_000, 'idle keep-alive of upstream sockets'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('connections to instances'),
   observability: z
     .strictObject({
       metrics: z.boolean().default(true).describe('serve Prometheus metrics on `GET /metrics`'),
@@ -233,9 +288,11 @@ export const coordinatorConfigSchema = z.strictObject({
           serviceName: z.string().min(1).default('motor-coordinator').describe('`service.name` of the spans'),
           batchDelayMs: ms(1_000, 'longest wait before finished spans are exported'),
         })
-        .prefault({}),
+        .prefault({})
+        .describe('OpenTelemetry spans (docs/observability.md)'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('metrics, dashboard, access log and tracing (docs/observability.md)'),
 });
 
 export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;
@@ -323,21 +380,27 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
   return { ...parsed.data, instances, scheduling: scheduling.config };
 }
 
-/** Overrides from the environment (documented in the README). */
+const commaList = (v: string): string[] =>
+  v
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+
+/** Environment variables that override config keys (listed in docs/configuration.md). */
+export const ENV_OVERRIDES: readonly { env: string; path: string; parse: (value: string) => unknown }[] = [
+  { env: 'MOTOR_HOST', path: 'server.host', parse: String },
+  { env: 'MOTOR_PORT', path: 'server.port', parse: Number },
+  { env: 'MOTOR_ADMIN_TOKEN', path: 'management.adminToken', parse: String },
+  { env: 'MOTOR_MANAGEMENT_PORT', path: 'management.port', parse: Number },
+  { env: 'MOTOR_API_KEYS', path: 'server.apiKeys', parse: commaList },
+];
+
+/** Overrides from the environment: unset or empty variables are ignored. */
 export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  if (env.MOTOR_HOST) setPath(out, 'server.host', env.MOTOR_HOST);
-  if (env.MOTOR_PORT) setPath(out, 'server.port', Number(env.MOTOR_PORT));
-  if (env.MOTOR_ADMIN_TOKEN) setPath(out, 'management.adminToken', env.MOTOR_ADMIN_TOKEN);
-  if (env.MOTOR_MANAGEMENT_PORT) setPath(out, 'management.port', Number(env.MOTOR_MANAGEMENT_PORT));
-  if (env.MOTOR_API_KEYS) {
-    setPath(
-      out,
-      'server.apiKeys',
-      env.MOTOR_API_KEYS.split(',')
-        .map((k) => k.trim())
-        .filter(Boolean),
-    );
+  for (const { env: name, path, parse } of ENV_OVERRIDES) {
+    const value = env[name];
+    if (value) setPath(out, path, parse(value));
   }
   return out;
 }

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { parseSchedulingConfig, SchedulingConfigError, type SchedulingConfig } from '../scheduling/index.js';
+import {
+  parseSchedulingConfig,
+  SchedulingConfigError,
+  schedulingConfigSchema,
+  type SchedulingConfig,
+} from '../scheduling/index.js';
 
 /**
  * The coordinator's `scheduling` section: the scheduling library's schema (src/scheduling/config.ts,
@@ -66,15 +71,53 @@ export const POLICY_PROFILES: Record<SchedulingPolicy, [ProfileInput, ProfileInp
 export const METRICS_PLUGINS: readonly string[] = ['engine-metrics', 'kv-pressure'];
 
 const scrapeSchema = z.strictObject({
-  scrape: z.enum(['auto', 'on', 'off']).default('auto'),
-  scrapeIntervalMs: z.int().min(50).default(1000),
-  scrapeTimeoutMs: z.int().min(1).default(1000),
+  scrape: z
+    .enum(['auto', 'on', 'off'])
+    .default('auto')
+    .describe(
+      "scrape each engine's `/metrics` (through a proxy: `/v1/motor/engine-metrics`): `auto` = only when a " +
+        'profile uses `engine-metrics` or `kv-pressure`',
+    ),
+  scrapeIntervalMs: z
+    .int()
+    .min(50)
+    .default(1000)
+    .describe('time between scrapes of one instance (one in flight per instance)'),
+  scrapeTimeoutMs: z
+    .int()
+    .min(1)
+    .default(1000)
+    .describe('a slower scrape fails (the old snapshot goes stale)'),
 });
 
 const coordinatorKeysSchema = z.looseObject({
-  policy: z.enum(SCHEDULING_POLICIES).optional(),
+  policy: z
+    .enum(SCHEDULING_POLICIES)
+    .optional()
+    .describe(
+      'preset for the profiles not given explicitly: `least-load` (max-score over least-load), `power-of-two` ' +
+        '(least-load, best of two random), `prefix-affinity` (prefix-affinity on prefill and union, least-load ' +
+        'on decode), `session-affinity` (session-affinity ×2 + least-load); unset: the profile defaults below',
+    ),
   engineMetrics: z.looseObject({}).optional(),
 });
+
+/**
+ * The whole `scheduling` section as users write it, for the docs (`npm run docs:gen`): the library
+ * schema plus the coordinator's keys. Validation runs the same pieces in resolveSchedulingSection.
+ */
+export const schedulingSectionSchema = z.strictObject({
+  policy: coordinatorKeysSchema.shape.policy,
+  ...schedulingConfigSchema.shape,
+  engineMetrics: schedulingConfigSchema.shape.engineMetrics.unwrap().extend(scrapeSchema.shape).prefault({}),
+});
+
+/** Keys whose default, when unset, comes from an older key (see resolveSchedulingSection). */
+export const SCHEDULING_LEGACY_DEFAULTS: Readonly<Record<string, string>> = {
+  planPreference: 'dispatch.planPreference',
+  'fallback.union': 'dispatch.fallbackToSingle',
+  'fallback.degradedPrefill': 'dispatch.fallbackToSingle',
+};
 
 export interface EngineMetricsScrapeConfig {
   /** Resolved: scrape each instance's `/metrics` (on, or auto with a metrics plugin configured). */

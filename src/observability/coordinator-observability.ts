@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
-import type { InstanceSource } from '../coordinator/instance-source.js';
 import type { CircuitStateProvider, InstanceView } from './coordinator-metrics.js';
 import { Observability } from './observability.js';
 import { createObservabilityRoutes } from './observability-routes.js';
@@ -21,8 +20,16 @@ export interface ObservabilityProviders {
   queuedRequests?: () => number;
 }
 
+/** The fleet as observability reads it (the coordinator's `InstanceSource` fits). */
+export interface ObservedFleet {
+  /** Every known instance. */
+  all(): readonly { id: string; role: string; url: string; inFlight: number }[];
+  /** The instances that may receive new work now. */
+  routable(): readonly { id: string }[];
+}
+
 /** The fleet as metrics and the dashboard see it: ids, roles, load and routability only. */
-export function instanceViews(source: InstanceSource): () => InstanceView[] {
+export function instanceViews(source: ObservedFleet): () => InstanceView[] {
   return () => {
     const routable = new Set(source.routable().map((i) => i.id));
     return source.all().map((i) => ({
@@ -39,7 +46,7 @@ export function instanceViews(source: InstanceSource): () => InstanceView[] {
 export async function createCoordinatorObservability(
   config: CoordinatorConfig,
   log: Logger,
-  source: InstanceSource,
+  source: ObservedFleet,
   providers: ObservabilityProviders = {},
 ): Promise<CoordinatorObservability> {
   const cfg = config.observability;

@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Route } from '../coordinator/route-selection.js';
 import { DispatchStopState, enumValues } from '../protocol/index.js';
 
 /**
@@ -85,8 +84,13 @@ export const noopDispatchObserver: DispatchObserver = { requestStart: () => noop
 
 export const noopLegObserver: LegObserver = NOOP_LEG;
 
+/** The parts of a scheduling decision that observability reads (the coordinator's `Route` fits). */
+export type ObservedRoute =
+  | { kind: 'pd'; flow: string; prefill: { id: string }; decode: { id: string } }
+  | { kind: 'single'; instance: { id: string }; degraded: boolean };
+
 /** The observable shape of a route (no instance objects). */
-export function routeSummary(route: Route): RouteSummary {
+export function routeSummary(route: ObservedRoute): RouteSummary {
   if (route.kind === 'pd') {
     return { kind: 'pd', flow: route.flow, prefillId: route.prefill.id, decodeId: route.decode.id };
   }

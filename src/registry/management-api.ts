@@ -69,7 +69,7 @@ export type RefreshEvent = (typeof REFRESH_EVENTS)[number];
 
 /**
  * `POST /instances/refresh` — the seed system's event message:
- * `{"event": "add|set|del|pause|resume", "instances": [...]}`. See README.md for the semantics.
+ * `{"event": "add|set|del|pause|resume", "instances": [...]}`. See docs/control-plane.md for the semantics.
  * An instance is identified by `id`, or by the seed's integer `instance_id` (stringified).
  */
 const refreshBodySchema = z.strictObject({

@@ -5,74 +5,154 @@ import type { PluginKind } from './plugin.js';
 
 const plans = Object.values(DispatchPlan) as [DispatchPlan, ...DispatchPlan[]];
 
-const paramsSchema = z.record(z.string(), z.unknown()).default({});
-const filterRef = z.strictObject({ type: z.string().min(1), params: paramsSchema });
+const paramsSchema = z.record(z.string(), z.unknown()).default({}).describe("the plugin's params");
+const pluginType = z.string().min(1).describe('plugin type (see the plugin list)');
+const filterRef = z.strictObject({ type: pluginType, params: paramsSchema });
 const scorerRef = z.strictObject({
-  type: z.string().min(1),
-  weight: z.number().nonnegative().default(1),
+  type: pluginType,
+  weight: z.number().nonnegative().default(1).describe("multiplies the scorer's score in [0, 1]"),
   params: paramsSchema,
 });
-const pickerRef = z.strictObject({ type: z.string().min(1), params: paramsSchema });
+const pickerRef = z.strictObject({ type: pluginType, params: paramsSchema });
 
 function profileSchema(defaultScorers: { type: string; weight?: number }[]) {
   return z
     .strictObject({
-      filters: z.array(filterRef).default([]),
-      scorers: z.array(scorerRef).prefault(defaultScorers),
-      picker: pickerRef.prefault({ type: 'max-score' }),
+      filters: z
+        .array(filterRef)
+        .default([])
+        .describe(
+          'drop candidates; the `circuit-breaker` filter runs first by itself while the breaker is on',
+        ),
+      scorers: z
+        .array(scorerRef)
+        .prefault(defaultScorers)
+        .describe('each scores every candidate in [0, 1]; the weighted scores are summed'),
+      picker: pickerRef
+        .prefault({ type: 'max-score' })
+        .describe('chooses among the filtered candidates given the score sums'),
     })
-    .prefault({});
+    .prefault({})
+    .describe('how instances of this role are picked: filters → weighted scorers → picker');
 }
 
-/** The scheduling section of the coordinator config: the source of truth for shape and defaults. */
+/** The scheduling section of the coordinator config: the source of truth for shape, defaults and docs. */
 export const schedulingConfigSchema = z.strictObject({
-  /** Defaults: prefix affinity (which includes queued load) on prefill and union, least-load on decode. */
+  // Defaults: prefix affinity (which includes queued load) on prefill and union, least-load on decode.
   prefill: profileSchema([{ type: 'prefix-affinity' }]),
   decode: profileSchema([{ type: 'least-load' }]),
   union: profileSchema([{ type: 'prefix-affinity' }]),
-  /** When a pair shares several plans, the first listed wins. */
-  planPreference: z.array(z.enum(plans)).default([...plans]),
+  planPreference: z
+    .array(z.enum(plans))
+    .default([...plans])
+    .describe('which plan wins when a pair shares several: the first listed'),
   fallback: z
     .strictObject({
-      /** P/D impossible (incompatible or unavailable) → single-instance dispatch on a union instance. */
-      union: z.boolean().default(true),
-      /** No decode instance available → single-instance dispatch on a prefill instance. */
-      degradedPrefill: z.boolean().default(true),
+      union: z
+        .boolean()
+        .default(true)
+        .describe(
+          'P/D impossible (incompatible or unavailable) → single-instance dispatch on a union instance ' +
+            '(a union-only fleet always uses them)',
+        ),
+      degradedPrefill: z
+        .boolean()
+        .default(true)
+        .describe('no decode instance available → single-instance dispatch on a prefill instance'),
     })
     .prefault({}),
   disaggregation: z
     .strictObject({
-      /** `conditional`: prompts of at most `shortPromptTokens` go to a union instance when one is available. */
-      mode: z.enum(['always', 'conditional']).default('always'),
-      shortPromptTokens: z.number().int().nonnegative().default(256),
+      mode: z
+        .enum(['always', 'conditional'])
+        .default('always')
+        .describe(
+          '`conditional`: prompts of at most `shortPromptTokens` go to a union instance when one is available',
+        ),
+      shortPromptTokens: z
+        .number()
+        .int()
+        .nonnegative()
+        .default(256)
+        .describe('threshold of `conditional` (estimated prompt tokens)'),
     })
     .prefault({}),
-  engineMetrics: z.strictObject({ staleAfterMs: z.number().int().positive().default(5000) }).prefault({}),
+  engineMetrics: z
+    .strictObject({
+      staleAfterMs: z
+        .number()
+        .int()
+        .positive()
+        .default(5000)
+        .describe(
+          'a scraped snapshot older than this is ignored (counted as a fallback, logged once per instance)',
+        ),
+    })
+    .prefault({}),
   circuitBreaker: z
     .strictObject({
-      enabled: z.boolean().default(true),
-      failureThreshold: z.number().int().positive().default(5),
-      openMs: z.number().int().positive().default(10_000),
-      halfOpenMaxProbes: z.number().int().positive().default(1),
+      enabled: z.boolean().default(true).describe('per-instance circuit breaker'),
+      failureThreshold: z
+        .number()
+        .int()
+        .positive()
+        .default(5)
+        .describe('consecutive failed legs that open the circuit'),
+      openMs: z.number().int().positive().default(10_000).describe('open → half-open after this long (ms)'),
+      halfOpenMaxProbes: z
+        .number()
+        .int()
+        .positive()
+        .default(1)
+        .describe('requests let through at once while half-open; a success closes, a failure re-opens'),
     })
     .prefault({}),
   admission: z
     .strictObject({
-      maxConcurrent: z.number().int().positive().default(1024),
-      maxQueue: z.number().int().nonnegative().default(1024),
-      queueTimeoutMs: z.number().int().positive().default(30_000),
-      retryAfterSeconds: z.number().int().positive().default(1),
+      maxConcurrent: z
+        .number()
+        .int()
+        .positive()
+        .default(1024)
+        .describe('client requests running at once through this coordinator'),
+      maxQueue: z
+        .number()
+        .int()
+        .nonnegative()
+        .default(1024)
+        .describe('requests waiting for a slot (FIFO); beyond → 503 at once'),
+      queueTimeoutMs: z
+        .number()
+        .int()
+        .positive()
+        .default(30_000)
+        .describe('a queued request is answered 503 after waiting this long (ms)'),
+      retryAfterSeconds: z.number().int().positive().default(1).describe('`Retry-After` of the 503s'),
       rateLimit: z
         .strictObject({
-          ratePerSecond: z.number().positive(),
-          burst: z.number().positive().optional(),
-          maxKeys: z.number().int().positive().optional(),
+          ratePerSecond: z.number().positive().describe('tokens added to each bucket per second'),
+          burst: z.number().positive().optional().describe('bucket size (default `max(1, ratePerSecond)`)'),
+          maxKeys: z
+            .number()
+            .int()
+            .positive()
+            .optional()
+            .describe('keys remembered, least recently used dropped (default 10000)'),
         })
-        .optional(),
+        .optional()
+        .describe(
+          'per-API-key token bucket (key: the `Authorization: Bearer` token; callers without one share a ' +
+            'bucket); over → 429 with `Retry-After` = time to the next token; unset = off',
+        ),
     })
     .prefault({}),
-  /** Seed for the scheduler's random source (deterministic tests and simulations). */
-  seed: z.number().int().optional(),
+  seed: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      "seed of the scheduler's random source (tie breaks, `random`, `power-of-two`); unset = `Math.random`",
+    ),
 });
 
 export type SchedulingConfigInput = z.input<typeof schedulingConfigSchema>;

@@ -4,7 +4,7 @@ import type { FaultConfig } from './faults.js';
 export type SimRole = 'prefill' | 'decode' | 'union';
 export type SimEngine = 'vllm' | 'sglang';
 
-/** Every simulator setting; `motor sim` flags map 1:1 onto these (see README "motor sim"). */
+/** Every simulator setting; `motor sim` flags map 1:1 onto these (docs/cli.md, "motor sim"). */
 export interface SimOptions {
   host: string;
   port: number;

@@ -5,7 +5,9 @@ import { definePlugin } from '../plugin.js';
 export const circuitBreakerFilter = definePlugin({
   type: 'circuit-breaker',
   kind: 'filter',
-  description: 'drop instances with an open circuit (added implicitly when the circuit breaker is enabled)',
+  description:
+    'drop instances whose circuit is open, or half-open with every probe slot taken (added implicitly ' +
+    'when the circuit breaker is enabled)',
   params: z.strictObject({}),
   create: (_params, { breakers }) => ({
     filter: (_ctx, candidates) => candidates.filter((instance) => breakers.isAvailable(instance.id)),

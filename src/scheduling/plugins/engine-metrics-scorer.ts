@@ -10,10 +10,19 @@ export const engineMetricsScorer = definePlugin({
   type: 'engine-metrics',
   kind: 'scorer',
   description:
-    'prefer short queues and low KV-cache usage from scraped engine metrics (stale data is ignored)',
+    'prefer short engine queues and free KV cache from scraped engine metrics: ' +
+    '`waiting + runningWeight × running + kvWeight × kv_cache_usage_perc`; stale metrics score neutral',
   params: z.strictObject({
-    runningWeight: z.number().nonnegative().default(0.1),
-    kvWeight: z.number().nonnegative().default(4),
+    runningWeight: z
+      .number()
+      .nonnegative()
+      .default(0.1)
+      .describe('cost of one running request, against 1 per waiting request'),
+    kvWeight: z
+      .number()
+      .nonnegative()
+      .default(4)
+      .describe('cost of a full KV cache (`kv_cache_usage_perc` 1)'),
   }),
   create: (params, { engineMetrics }) => ({
     score: (ctx, candidates, out) => {

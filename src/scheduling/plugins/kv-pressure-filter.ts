@@ -9,10 +9,17 @@ import { definePlugin } from '../plugin.js';
 export const kvPressureFilter = definePlugin({
   type: 'kv-pressure',
   kind: 'filter',
-  description: 'drop instances whose KV-cache usage or waiting queue is above a threshold',
+  description:
+    'drop instances whose fresh engine metrics show KV-cache usage or waiting queue above a threshold; ' +
+    'missing or stale metrics keep the instance, and all are kept if all would go',
   params: z.strictObject({
-    maxKvUsage: z.number().min(0).max(1).default(0.95),
-    maxWaiting: z.number().int().nonnegative().optional(),
+    maxKvUsage: z.number().min(0).max(1).default(0.95).describe('highest `kv_cache_usage_perc` kept'),
+    maxWaiting: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('most `num_requests_waiting` kept (unset: no limit)'),
   }),
   create: (params, { engineMetrics }) => ({
     filter: (ctx, candidates) => {

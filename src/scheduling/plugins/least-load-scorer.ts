@@ -8,13 +8,16 @@ import { definePlugin, instanceWeight, scoresFromCosts } from '../plugin.js';
 export const leastLoadScorer = definePlugin({
   type: 'least-load',
   kind: 'scorer',
-  description: 'prefer fewer in-flight requests and tokens (tracked by Motor)',
+  description:
+    'prefer fewer in-flight requests and tokens, as tracked by Motor: `(requests + tokens × tokenWeight) / weight`',
   params: z.strictObject({
-    /** Requests-equivalent of one in-flight prompt token (default 1/1024: a 1k-token prompt weighs one request). */
     tokenWeight: z
       .number()
       .nonnegative()
-      .default(1 / 1024),
+      .default(1 / 1024)
+      .describe(
+        'requests-equivalent of one in-flight prompt token (1/1024: a 1k-token prompt weighs one request)',
+      ),
   }),
   create: (params, { loadTracker }) => ({
     score: (_ctx, candidates, out) => {

@@ -19,17 +19,44 @@ export const prefixAffinityScorer = definePlugin({
   type: 'prefix-affinity',
   kind: 'scorer',
   description:
-    'prefer the instance that likely holds the longest prompt prefix, traded against its queued work',
+    'prefer the instance that likely holds the longest prompt prefix (estimated from routed history), traded ' +
+    'against its queued work: cost = uncachedTokenWeight × uncached tokens + queued prefill tokens + ' +
+    'requestTokens × requests in flight',
   params: z.strictObject({
-    blockSize: z.number().int().positive().default(DEFAULT_BLOCK_SIZE),
-    /** Blocks remembered per instance (mirror the engine's KV capacity in blocks). */
-    capacityBlocks: z.number().int().positive().default(32_768),
-    /** Cost of one uncached prompt token relative to one token of queued prefill work. */
-    uncachedTokenWeight: z.number().nonnegative().default(4),
-    /** Token-equivalent cost of each in-flight request (decode work slows prefill on shared GPUs). */
-    requestTokens: z.number().nonnegative().default(32),
-    imbalanceAbsolute: z.number().nonnegative().default(16),
-    imbalanceRatio: z.number().min(1).default(2),
+    blockSize: z
+      .number()
+      .int()
+      .positive()
+      .default(DEFAULT_BLOCK_SIZE)
+      .describe('tokens per hashed prompt block'),
+    capacityBlocks: z
+      .number()
+      .int()
+      .positive()
+      .default(32_768)
+      .describe("blocks remembered per instance (LRU): set it to the engine's KV capacity in blocks"),
+    uncachedTokenWeight: z
+      .number()
+      .nonnegative()
+      .default(4)
+      .describe('cost of one uncached prompt token relative to one token of queued prefill work'),
+    requestTokens: z
+      .number()
+      .nonnegative()
+      .default(32)
+      .describe('token-equivalent cost of each in-flight request (decode work slows prefill on shared GPUs)'),
+    imbalanceAbsolute: z
+      .number()
+      .nonnegative()
+      .default(16)
+      .describe(
+        'an instance with more than `min + imbalanceAbsolute` requests in flight has its cache ignored',
+      ),
+    imbalanceRatio: z
+      .number()
+      .min(1)
+      .default(2)
+      .describe('… or with more than `min × imbalanceRatio` (whichever bound is larger)'),
   }),
   create: (params, { loadTracker }) => {
     const index = new PrefixIndex({ capacityBlocks: params.capacityBlocks });

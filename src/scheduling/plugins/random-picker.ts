@@ -7,7 +7,9 @@ export const randomPicker = definePlugin({
   type: 'random',
   kind: 'picker',
   description: 'uniform (weight-proportional) random choice; ignores scores',
-  params: z.strictObject({ seed: z.number().int().optional() }),
+  params: z.strictObject({
+    seed: z.number().int().optional().describe("own seed (unset: the scheduler's random source)"),
+  }),
   create: (params, services) => {
     const random = params.seed === undefined ? services.random : seededRandom(params.seed);
     return {

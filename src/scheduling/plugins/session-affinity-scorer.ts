@@ -22,7 +22,8 @@ function mix(a: number, b: number): number {
 export const sessionAffinityScorer = definePlugin({
   type: 'session-affinity',
   kind: 'scorer',
-  description: 'keep a session (header value) on one instance by consistent (rendezvous) hashing',
+  description:
+    'keep a session on one instance: rendezvous hashing of the `x-session-id` request header (none: neutral)',
   params: z.strictObject({}),
   create: () => {
     const idHashes = new Map<string, number>();

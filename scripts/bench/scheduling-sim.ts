@@ -4,7 +4,7 @@
  * Compares round-robin, least-load and prefix-affinity using the real `Scheduler` (same code path the
  * coordinator will use: selectPair → LoadTracker begin / firstToken / end). Deterministic (seeded).
  *
- *   npx tsx bench/scheduling-sim.ts [--scenario moderate|saturated|all] [--users N] [--think-ms N]
+ *   npx tsx scripts/bench/scheduling-sim.ts [--scenario moderate|saturated|all] [--users N] [--think-ms N]
  *     [--tpot-ms N] [--duration-s N] [--prefills N] [--capacity-blocks N] [--seed N]
  *   PREFIX_PARAMS='{"uncachedTokenWeight":2}' tunes the prefix-affinity scorer.
  *
@@ -21,7 +21,7 @@ import {
   tokenBlockHashes,
   type Clock,
   type SchedulableInstance,
-} from '../src/scheduling/index.js';
+} from '../../src/scheduling/index.js';
 
 const { values: args } = parseArgs({
   options: {

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
-import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
+import { spawnMotor, type MotorChild } from '../../src/cluster/motor-child.js';
 
 const { values } = parseArgs({
   options: {

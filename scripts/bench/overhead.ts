@@ -15,7 +15,7 @@
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
  *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 5] [--tput-runs 3]
  *     [--idle-streams 9900] [--phases latency,throughput,idle] [--json report.json]
- *   (the npm script builds first; or: npx tsx bench/overhead.ts …)
+ *   (the npm script builds first; or: npx tsx scripts/bench/overhead.ts …)
  * Folds in the former bench/coordinator-overhead.ts (its sequential latency comparison is step 1).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
-import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
+import { spawnMotor, type MotorChild } from '../../src/cluster/motor-child.js';
 
 const { values } = parseArgs({
   options: {

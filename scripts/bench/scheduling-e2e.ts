@@ -5,7 +5,7 @@
  * restarted between policies so every policy starts with empty caches.
  *
  *   npm run bench:scheduling                      # build, then this file
- *   npx tsx bench/scheduling-e2e.ts --json out.json --conversations 31 --turns 10 --concurrency 16
+ *   npx tsx scripts/bench/scheduling-e2e.ts --json out.json --conversations 31 --turns 10 --concurrency 16
  *
  * Workload: `shared-prefix` with a short shared system prompt; each conversation's growing history is
  * its own prefix (the previous answer is a seeded synthetic one, the same for every policy). The sims
@@ -18,9 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { BenchRun, type TargetResult } from '../src/bench/runner.js';
-import { createWorkload } from '../src/bench/workloads.js';
-import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
+import { BenchRun, type TargetResult } from '../../src/loadgen/runner.js';
+import { createWorkload } from '../../src/loadgen/workloads.js';
+import { spawnMotor, type MotorChild } from '../../src/cluster/motor-child.js';
 
 const { values: flags } = parseArgs({
   options: {

@@ -2,9 +2,9 @@
  * Selection cost of `Scheduler.selectPair`: µs per decision for fleets of 8, 64 and 512 instances
  * (half prefill, half decode, two plans mixed), per profile configuration.
  *
- *   npx tsx bench/scheduling-select.ts
+ *   npx tsx scripts/bench/scheduling-select.ts
  */
-import { Scheduler, type SchedulableInstance, type SchedulingRequest } from '../src/scheduling/index.js';
+import { Scheduler, type SchedulableInstance, type SchedulingRequest } from '../../src/scheduling/index.js';
 
 const configs: Record<string, object> = {
   'round-robin': {

@@ -2,11 +2,11 @@
  * Throughput of the simulator itself (`npm run bench:sim`): starts `motor sim --time-scale 0` as a
  * child process (its own core) and drives it with an undici Pool at fixed concurrency.
  *
- *   node dist/simulator/bench.js [--seconds 5] [--concurrency 64] [--stream-tokens 256]
+ *   npx tsx scripts/bench/simulator-throughput.ts [--seconds 5] [--concurrency 64] [--stream-tokens 256]
  *
  * Reports short non-stream requests/s and streamed tokens/s (SSE chunks received).
  */
-import { spawnMotor } from '../cluster/motor-child.js';
+import { spawnMotor } from '../../src/cluster/motor-child.js';
 import { Pool } from 'undici';
 
 function arg(name: string, dflt: number): number {

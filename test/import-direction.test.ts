@@ -1,0 +1,53 @@
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The import-direction rules of eslint.config.js fire: each row lints one import written in a file at
+ * `file` (which need not exist) with the repository's own config. If a config change silently drops a
+ * rule, a `refused` row fails here.
+ */
+const ROWS: [file: string, source: string, refused: boolean][] = [
+  ['src/protocol/x.ts', "import '../common/http.js';", false],
+  ['src/protocol/x.ts', "import '../registry/index.js';", true],
+  ['src/common/x.ts', "import '../protocol/index.js';", false],
+  ['src/common/x.ts', "import '../config/coordinator-config.js';", true],
+  ['src/simulator/x.ts', "import './flow.js';", false],
+  ['src/simulator/x.ts', "import '../protocol/index.js';", false],
+  ['src/simulator/x.ts', "import '../cluster/motor-child.js';", true],
+  ['src/simulator/x.ts', "import '../engine-adapters/index.js';", true],
+  ['src/simulator/sub/x.ts', "import '../flow.js';", false],
+  ['src/simulator/sub/x.ts', "import '../../cluster/motor-child.js';", true],
+  ['src/observability/x.ts', "import '../protocol/index.js';", false],
+  ['src/observability/x.ts', "import type { Route } from '../coordinator/route-selection.js';", true],
+  ['src/observability/x.ts', "export { ERROR_CODES } from '../coordinator/motor-error.js';", true],
+  ['src/observability/x.ts', "await import('../coordinator/motor-error.js');", true],
+  ['src/registry/x.ts', "import '../common/http.js';", false],
+  ['src/registry/x.ts', "import '../scheduling/index.js';", true],
+  ['src/registry/x.ts', "import '../coordinator/coordinator.js';", true],
+  ['src/scheduling/x.ts', "import '../registry/index.js';", false],
+  ['src/scheduling/x.ts', "import '../coordinator/coordinator.js';", true],
+  ['src/scheduling/plugins/a.ts', "import '../plugin.js';", false],
+  ['src/scheduling/plugins/a.ts', "import './least-load-scorer.js';", true],
+  ['src/scheduling/plugins/a.ts', "import '../../coordinator/coordinator.js';", true],
+  ['src/coordinator/gateway/x.ts', "import '../dispatch/attempt.js';", false],
+  ['src/coordinator/dispatch/x.ts', "import '../../scheduling/index.js';", false],
+  ['src/coordinator/dispatch/x.ts', "import '../gateway/routes.js';", true],
+  ['src/coordinator/dispatch/x.ts', "import '../gateway/index.js';", true],
+];
+
+const IMPORT_RULES = new Set(['no-restricted-imports', 'no-restricted-syntax']);
+
+describe('import direction (eslint.config.js)', () => {
+  let eslint: ESLint;
+  beforeAll(() => {
+    eslint = new ESLint({ cwd: fileURLToPath(new URL('..', import.meta.url)) });
+  });
+
+  it.each(ROWS)('%s: %s → refused %s', async (file, source, refused) => {
+    const [result] = await eslint.lintText(`${source}\n`, { filePath: file });
+    const messages = result!.messages.filter((m) => m.ruleId !== null && IMPORT_RULES.has(m.ruleId));
+    expect(messages.map((m) => m.message)).toHaveLength(refused ? 1 : 0);
+    if (refused) expect(messages[0]!.message).toMatch(/must not import/);
+  });
+});
