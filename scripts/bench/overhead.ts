@@ -14,7 +14,10 @@
  *
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
  *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 5] [--tput-runs 3]
- *     [--idle-streams 9900] [--phases latency,throughput,idle] [--json report.json]
+ *     [--idle-streams 9900] [--phases latency,throughput,idle] [--json report.json] [--baseline DIR]
+ *   --baseline DIR: another built checkout of Motor (e.g. `git worktree add ../base <commit> && npm ci`
+ *   there); its coordinators run as extra targets `base-single` / `base-pd` on the same sims, so a
+ *   change is compared with its parent side by side in one run.
  *   (the npm script builds first; or: npx tsx scripts/bench/overhead.ts …)
  * Folds in the former bench/coordinator-overhead.ts (its sequential latency comparison is step 1).
  */
@@ -44,6 +47,7 @@ const { values } = parseArgs({
     'idle-streams': { type: 'string', default: '9900' },
     json: { type: 'string' },
     phases: { type: 'string', default: 'latency,throughput,idle' },
+    baseline: { type: 'string' },
   },
 });
 const phases = new Set(values.phases.split(','));
@@ -83,8 +87,14 @@ const cleanups: Array<() => Promise<void>> = [];
 const dir = await mkdtemp(join(tmpdir(), 'motor-overhead-'));
 cleanups.push(() => rm(dir, { recursive: true, force: true }));
 
-async function motor(args: string[]): Promise<MotorChild> {
-  const c = await spawnMotor(args, { timeoutMs: 60_000, followLogs: false });
+const BASELINE_BIN = values.baseline ? join(values.baseline, 'bin', 'motor.js') : undefined;
+if (BASELINE_BIN && !existsSync(BASELINE_BIN)) {
+  console.error(`--baseline: ${BASELINE_BIN} not found (give a built checkout of Motor)`);
+  process.exit(2);
+}
+
+async function motor(args: string[], bin?: string): Promise<MotorChild> {
+  const c = await spawnMotor(args, { timeoutMs: 60_000, followLogs: false, bin });
   cleanups.push(() => c.stop());
   return c;
 }
@@ -103,10 +113,10 @@ const sim = (role: string, extra: string[] = []): Promise<MotorChild> =>
     '0',
     ...extra,
   ]);
-async function coordinator(name: string, config: Record<string, unknown>): Promise<MotorChild> {
+async function coordinator(name: string, config: Record<string, unknown>, bin?: string): Promise<MotorChild> {
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, stringify({ server: { port: 0 }, ...config }));
-  return motor(['coordinator', '--config', file]);
+  return motor(['coordinator', '--config', file], bin);
 }
 const pin = (pid: number | undefined, cpus: string): void => {
   if (TASKSET && pid) execFileSync(TASKSET, ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
@@ -239,20 +249,24 @@ try {
     sim('prefill', ['--max-num-seqs', '20000']),
     sim('decode', ['--max-num-seqs', '20000']),
   ]);
-  const [single, pd] = await Promise.all([
-    coordinator('single', {
-      instances: [{ url: union.url, role: 'union', mode: 'direct', models: [MODEL] }],
-      upstream: { connectionsPerInstance: 2048 },
-      scheduling: { admission: { maxConcurrent: 4096 } },
-    }),
-    coordinator('pd', {
-      instances: [
-        { id: 'P', url: pre.url, role: 'prefill', mode: 'direct', models: [MODEL], kvTransferConfig: NIXL },
-        { id: 'D', url: dec.url, role: 'decode', mode: 'direct', models: [MODEL], kvTransferConfig: NIXL },
-      ],
-      upstream: { connectionsPerInstance: 2048 },
-      scheduling: { admission: { maxConcurrent: 4096 } },
-    }),
+  const singleConfig = {
+    instances: [{ url: union.url, role: 'union', mode: 'direct', models: [MODEL] }],
+    upstream: { connectionsPerInstance: 2048 },
+    scheduling: { admission: { maxConcurrent: 4096 } },
+  };
+  const pdConfig = {
+    instances: [
+      { id: 'P', url: pre.url, role: 'prefill', mode: 'direct', models: [MODEL], kvTransferConfig: NIXL },
+      { id: 'D', url: dec.url, role: 'decode', mode: 'direct', models: [MODEL], kvTransferConfig: NIXL },
+    ],
+    upstream: { connectionsPerInstance: 2048 },
+    scheduling: { admission: { maxConcurrent: 4096 } },
+  };
+  const [single, pd, baseSingle, basePd] = await Promise.all([
+    coordinator('single', singleConfig),
+    coordinator('pd', pdConfig),
+    BASELINE_BIN ? coordinator('base-single', singleConfig, BASELINE_BIN) : null,
+    BASELINE_BIN ? coordinator('base-pd', pdConfig, BASELINE_BIN) : null,
   ]);
   const nginx = await startNginx(union.url);
   if (!nginx) console.log('nginx not found: skipping (d). Install it with `apt-get install -y nginx`.');
@@ -260,6 +274,12 @@ try {
     ['direct', union.url],
     ['motor-single', single.url],
     ['motor-pd', pd.url],
+    ...(baseSingle && basePd
+      ? ([
+          ['base-single', baseSingle.url],
+          ['base-pd', basePd.url],
+        ] as Array<[string, string]>)
+      : []),
     ...(nginx ? ([['nginx', nginx.url]] as Array<[string, string]>) : []),
   ];
 
