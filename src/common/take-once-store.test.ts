@@ -78,6 +78,17 @@ describe('TakeOnceStore: put / take / peek / delete', () => {
   });
 });
 
+describe('TakeOnceStore: bounds', () => {
+  it('a full store refuses a new id and keeps what it holds', () => {
+    const { s } = store({ maxEntries: 2 });
+    s.put('a', 'A');
+    s.put('b', 'B');
+    expect(s.put('c', 'C')).toBeNull();
+    expect(s.size).toBe(2);
+    expect(s.take('a')).toBe('A');
+  });
+});
+
 describe('TakeOnceStore: expiry', () => {
   it('entries nobody takes expire in sweep, take and put, each reported once', () => {
     const { s, clock, expired } = store({ ttlMs: 100 });
@@ -139,6 +150,16 @@ describe('TakeOnceStore: waiting takers', () => {
     await expect(second).resolves.toBeUndefined();
     expect(s.waiting).toBe(0);
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('maxWaiters bounds the takers of all ids together', async () => {
+    const { s, clock } = store({ maxWaiters: 1 });
+    const first = s.takeOrWait('a', 20);
+    await expect(s.takeOrWait('b', 5_000)).resolves.toBeUndefined(); // at once: 'a' holds the one slot
+    expect(s.waiting).toBe(1);
+    clock.advance(20);
+    await expect(first).resolves.toBeUndefined();
+    expect(s.waiting).toBe(0);
   });
 
   it('an entry already there is taken without waiting', async () => {

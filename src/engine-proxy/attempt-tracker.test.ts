@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../common/clock.js';
 import { AttemptTracker } from './attempt-tracker.js';
 
 const d = { root_request_id: 'r', attempt_seq: 1, pair_id: 'p', engine_request_id: 'r#a1' };
 const stopReq = (over: Partial<typeof d> = {}) => ({ ...d, ...over });
 
 function tracker(over: Partial<ConstructorParameters<typeof AttemptTracker>[0]> = {}) {
-  let t = 1_000;
-  const clock = { advance: (ms: number) => (t += ms) };
-  const tr = new AttemptTracker({ ttlMs: 100, maxFinished: 3, maxActive: 2, now: () => t, ...over });
+  const clock = new ManualClock(1_000);
+  const tr = new AttemptTracker({ ttlMs: 100, maxFinished: 3, maxActive: 2, clock, ...over });
   return { tr, clock };
 }
 

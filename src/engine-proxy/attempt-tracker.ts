@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../common/clock.js';
 import type { DispatchStopRequest, DispatchStopState, MotorDispatch } from '../protocol/index.js';
 
 /** `active → done | stopped`; a stop for an unknown attempt leaves a `stopped` tombstone. */
@@ -10,7 +11,7 @@ export interface TrackerOptions {
   maxFinished: number;
   /** Most attempts in flight at once; more are refused (503). */
   maxActive: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 interface Entry {
@@ -65,10 +66,10 @@ const keyOf = (root: string, attempt: number): string => `${attempt}\u0000${root
 export class AttemptTracker {
   private readonly active = new Map<string, Entry>();
   private readonly finished = new Map<string, Entry>();
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(private readonly opts: TrackerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
   }
 
   get activeCount(): number {
@@ -192,7 +193,7 @@ export class AttemptTracker {
 
   /** Drops finished entries past their TTL; cheap (stops at the first live entry). */
   sweep(): void {
-    const cutoff = this.now() - this.opts.ttlMs;
+    const cutoff = this.clock.now() - this.opts.ttlMs;
     for (const entry of this.finished.values()) {
       if (entry.finishedAt > cutoff) break;
       this.finished.delete(entry.key);
@@ -232,7 +233,7 @@ export class AttemptTracker {
   }
 
   private remember(entry: Entry): void {
-    entry.finishedAt = this.now();
+    entry.finishedAt = this.clock.now();
     this.finished.delete(entry.key);
     this.finished.set(entry.key, entry);
     while (this.finished.size > this.opts.maxFinished) {

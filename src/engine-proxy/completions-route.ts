@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isPlainObject, parseJson } from '../common/http.js';
+import { isPlainObject } from '../common/http.js';
 import type { ClientRoute } from '../engine-adapters/index.js';
-import { MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
+import { MOTOR_DISPATCH_KEY, MOTOR_KEY_PREFIX, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
 import { checkEnvelope } from './envelope.js';
 import { runGenerationLeg } from './generation-leg.js';
 import { LegAttempt } from './leg-attempt.js';
@@ -9,8 +9,11 @@ import { passThrough } from './pass-through.js';
 import { runPrefillLeg } from './prefill-leg.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
-import { readBodyOrRefuse } from './request-body.js';
+import { readRequestBody } from './request-body.js';
 import { prepareTriggerLeg } from './trigger-leg.js';
+
+/** How a Motor key starts in a JSON body written without escapes: `"_motor_`. */
+const MOTOR_KEY_OPENING = Buffer.from(`"${MOTOR_KEY_PREFIX}`);
 
 /**
  * `POST /v1/chat/completions` and `/v1/completions`: a body without a Motor envelope passes through
@@ -22,15 +25,14 @@ export async function completionsRoute(
   res: ServerResponse,
   route: ClientRoute,
 ): Promise<void> {
-  const raw = await readBodyOrRefuse(req, res, ctx.opts.maxBodyBytes);
-  if (raw === null) return;
+  const raw = await readRequestBody(ctx.bodies, req, res);
   const path = route === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   // A byte search is enough only without JSON escapes: `"\u005fmotor_dispatch"` is the same key.
-  if (raw.indexOf('"_motor_') < 0 && raw.indexOf('\\u') < 0) return passThrough(ctx, req, res, raw, path);
-  const parsed = parseJson(raw);
-  if (!parsed.ok) return sendError(res, ProxyError.invalidJson(parsed.message));
-  if (!isPlainObject(parsed.value)) return passThrough(ctx, req, res, raw, path);
-  const body = parsed.value;
+  if (raw.indexOf(MOTOR_KEY_OPENING) < 0 && raw.indexOf('\\u') < 0) {
+    return passThrough(ctx, req, res, raw, path);
+  }
+  const body = ctx.bodies.parseJson(raw);
+  if (!isPlainObject(body)) return passThrough(ctx, req, res, raw, path);
   if (!(MOTOR_DISPATCH_KEY in body)) {
     if (!(MOTOR_PREFILL_RESULT_KEY in body)) return passThrough(ctx, req, res, raw, path);
     const message = `${MOTOR_PREFILL_RESULT_KEY} needs a ${MOTOR_DISPATCH_KEY}`;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseJson, sendJson } from '../common/http.js';
+import { sendJson } from '../common/http.js';
 import {
   buildDispatchStopResponse,
   describeIssue,
@@ -8,7 +8,7 @@ import {
 } from '../protocol/index.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
-import { readBodyOrRefuse } from './request-body.js';
+import { readRequestJson } from './request-body.js';
 
 /**
  * `POST /v1/dispatch/stop` (conformance 29): stops the attempt if it is in flight here and answers
@@ -19,11 +19,7 @@ export async function dispatchStopRoute(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const raw = await readBodyOrRefuse(req, res, ctx.opts.maxBodyBytes);
-  if (raw === null) return;
-  const parsed = parseJson(raw);
-  if (!parsed.ok) return sendError(res, ProxyError.invalidJson(parsed.message));
-  const stop = parseDispatchStopRequest(parsed.value);
+  const stop = parseDispatchStopRequest(await readRequestJson(ctx.bodies, req, res));
   if (!stop.ok) {
     return sendError(
       res,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { engineAdapterFor } from '../engine-adapters/index.js';
-import { buildPrefillResult } from '../protocol/index.js';
-import { checkEnvelope, LEGACY_FIELDS } from './envelope.js';
+import { buildPrefillResult, KV_STEERING_FIELDS } from '../protocol/index.js';
+import { checkEnvelope } from './envelope.js';
 import type { ProxyRole } from './options.js';
 import { ProxyError } from './proxy-error.js';
 import { envelope } from './testing.js';
@@ -82,7 +82,7 @@ const cases: Case[] = [
       message: /^_motor_dispatch\.root_request_id: /,
     },
   },
-  ...LEGACY_FIELDS.map((key): Case => ({
+  ...KV_STEERING_FIELDS.map((key): Case => ({
     name: `legacy field ${key}`,
     role: 'union',
     body: { _motor_dispatch: dispatch('single', HANDOFF), [key]: 1 },

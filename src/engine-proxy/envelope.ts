@@ -1,6 +1,7 @@
 import { withoutMotorFields, type EngineAdapter, type LegKind } from '../engine-adapters/index.js';
 import {
   describeIssue,
+  KV_STEERING_FIELDS,
   MOTOR_DISPATCH_KEY,
   MOTOR_PREFILL_RESULT_KEY,
   parseMotorDispatch,
@@ -10,14 +11,6 @@ import {
 } from '../protocol/index.js';
 import type { EngineProxyOptions, ProxyRole } from './options.js';
 import { ProxyError } from './proxy-error.js';
-
-/** Fields a client could use to steer KV transfer; refused next to an envelope (any engine). */
-export const LEGACY_FIELDS = [
-  'kv_transfer_params',
-  'bootstrap_host',
-  'bootstrap_port',
-  'bootstrap_room',
-] as const;
 
 /** The envelope roles each proxy role serves. */
 export const ROLE_ACCEPTS: Readonly<Record<ProxyRole, readonly string[]>> = {
@@ -44,7 +37,8 @@ export function checkEnvelope(
   const parsed = parseMotorDispatch(body[MOTOR_DISPATCH_KEY]);
   if (!parsed.ok) return invalid(describeIssue(parsed.error), parsed.error.path);
   const dispatch = parsed.value;
-  for (const key of LEGACY_FIELDS) {
+  // Engine-native KV steering is refused next to an envelope (any engine).
+  for (const key of KV_STEERING_FIELDS) {
     if (key in body) {
       return invalid(
         `'${key}' must not be sent next to ${MOTOR_DISPATCH_KEY}: the envelope alone steers KV transfer`,

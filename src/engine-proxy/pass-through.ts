@@ -7,6 +7,20 @@ import {
 } from './http-clients.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
+import { readRequestBody } from './request-body.js';
+
+/** The frame's `noRoute`: every request no route takes passes through, with its body unless GET / HEAD. */
+export async function passThroughRoute(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  method: string,
+  path: string,
+): Promise<void> {
+  const body =
+    method === 'GET' || method === 'HEAD' ? undefined : await readRequestBody(ctx.bodies, req, res);
+  return passThrough(ctx, req, res, body, path);
+}
 
 /**
  * Forwards a request unchanged and streams the answer back byte for byte. `route` labels the

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../common/clock.js';
 import { parseMotorDispatch } from '../protocol/index.js';
 import { FakePeerClient, type PeerScript } from './fake-clients.js';
 import { ProxyMetrics } from './metrics.js';
@@ -10,7 +11,7 @@ import { envelope } from './testing.js';
 const PEER = 'http://prefill.test:8001';
 const PARAM = '_motor_dispatch.endpoints.prefill.url';
 
-function discovery(script: PeerScript, now: () => number = () => 0) {
+function discovery(script: PeerScript, clock = new ManualClock(0)) {
   const peers = new FakePeerClient(script);
   const metrics = new ProxyMetrics({
     active: () => 0,
@@ -18,7 +19,7 @@ function discovery(script: PeerScript, now: () => number = () => 0) {
     prepared: () => 0,
     waiting: () => 0,
   });
-  const found = new PeerBootstrapDiscovery({ allow: new PeerAllowList([PEER]), metrics, peers, now });
+  const found = new PeerBootstrapDiscovery({ allow: new PeerAllowList([PEER]), metrics, peers, clock });
   return { found, peers, metrics };
 }
 
@@ -124,19 +125,19 @@ describe('PeerBootstrapDiscovery', () => {
   });
 
   it('asks under the peer URL path prefix, and caches per origin for a minute', async () => {
-    let now = 1_000;
+    const clock = new ManualClock(1_000);
     const { found, peers } = discovery(
       () => ({ status: 200, json: { bootstrap: { host: 'h', port: 1 } } }),
-      () => now,
+      clock,
     );
     await found.discover(dispatchTo(`${PEER}/base/`));
     await found.discover(dispatchTo(PEER));
-    now += 59_999;
+    clock.advance(59_999);
     await found.discover(dispatchTo(PEER));
     expect(peers.calls.map((c) => `${c.origin} ${c.method} ${c.path}`)).toEqual([
       `${PEER} GET /base/v1/motor/info`,
     ]);
-    now += 1;
+    clock.advance(1);
     await found.discover(dispatchTo(PEER));
     expect(peers.calls).toHaveLength(2);
   });

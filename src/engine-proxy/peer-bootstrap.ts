@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../common/clock.js';
 import { isPlainObject } from '../common/http.js';
 import type { BootstrapAddress } from '../engine-adapters/index.js';
 import { MOTOR_DISPATCH_KEY, type MotorDispatch } from '../protocol/index.js';
@@ -16,17 +17,17 @@ const PARAM = `${MOTOR_DISPATCH_KEY}.endpoints.prefill.url`;
  */
 export class PeerBootstrapDiscovery {
   private readonly cache = new Map<string, { address: BootstrapAddress; expiresAt: number }>();
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly deps: {
       allow: PeerAllowList;
       metrics: ProxyMetrics;
       peers: PeerTransport;
-      now?: () => number;
+      clock?: Clock;
     },
   ) {
-    this.now = deps.now ?? Date.now;
+    this.clock = deps.clock ?? systemClock;
   }
 
   /** The address, or a 400 (no or refused URL) / 502 (peer unreachable or silent) to answer. */
@@ -41,7 +42,7 @@ export class PeerBootstrapDiscovery {
         param: PARAM,
       });
     }
-    const now = this.now();
+    const now = this.clock.now();
     const cached = this.cache.get(origin);
     if (cached && cached.expiresAt > now) return cached.address;
     try {

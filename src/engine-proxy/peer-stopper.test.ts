@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../common/clock.js';
 import { createLogger } from '../common/logger.js';
 import { parseMotorDispatch } from '../protocol/index.js';
 import { FakePeerClient, type PeerScript } from './fake-clients.js';
@@ -94,7 +95,7 @@ describe('PeerStopper', () => {
       metrics,
       peers,
       log: createLogger('test', 'silent'),
-      now: () => 1234,
+      clock: new ManualClock(1234),
     });
     await stopper.stopPeer(dispatch(row.role, row.urls), 'engine unreachable');
     expect(peers.calls.map((c) => `${c.origin} ${c.path}`)).toEqual(row.calls);

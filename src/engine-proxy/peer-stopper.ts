@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import { buildDispatchStopRequest, type MotorDispatch } from '../protocol/index.js';
 import { peerPath, type PeerTransport } from './http-clients.js';
@@ -6,7 +7,7 @@ import type { PeerAllowList } from './peer-allow-list.js';
 
 /** On this side's own failure, tells the peer leg to stop (`peer_failed`), if it is an allowed peer. */
 export class PeerStopper {
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly deps: {
@@ -14,10 +15,10 @@ export class PeerStopper {
       metrics: ProxyMetrics;
       peers: PeerTransport;
       log: Logger;
-      now?: () => number;
+      clock?: Clock;
     },
   ) {
-    this.now = deps.now ?? Date.now;
+    this.clock = deps.clock ?? systemClock;
   }
 
   /** Never throws: a failed or refused stop is counted and logged. */
@@ -46,7 +47,7 @@ export class PeerStopper {
       attempt_seq: dispatch.attempt_seq,
       pair_id: dispatch.pair_id,
       reason: 'peer_failed',
-      sent_at_ms: this.now(),
+      sent_at_ms: this.clock.now(),
     });
     try {
       const r = await peers.call(

@@ -40,7 +40,7 @@ export async function runPrefillLeg(
     handoff_mode: handoff ? 'handoff' : 'bootstrap',
     payload: parsed.payload,
     usage: parsed.usage,
-    expires_at_ms: handoff ? Date.now() + ctx.opts.handoffTtlMs : null,
+    expires_at_ms: handoff ? ctx.clock.now() + ctx.opts.handoffTtlMs : null,
   });
   attempt.count('completed');
   sendRaw(attempt.res, 200, stringifyWithBigInt(result), { 'x-request-id': dispatch.engine_request_id });

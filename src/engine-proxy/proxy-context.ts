@@ -1,6 +1,9 @@
+import { BodyReader } from '../common/body-reader.js';
+import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
+import { TakeOnceStore } from '../common/take-once-store.js';
 import { engineAdapterFor, type BootstrapAddress, type EngineAdapter } from '../engine-adapters/index.js';
-import type { MotorDispatch } from '../protocol/index.js';
+import { bootstrapAddressFromUrl, type MotorDispatch } from '../protocol/index.js';
 import { AttemptTracker, type AttemptHandle } from './attempt-tracker.js';
 import { EngineClient, PeerClient, type EngineTransport, type PeerTransport } from './http-clients.js';
 import { ProxyMetrics } from './metrics.js';
@@ -8,7 +11,7 @@ import type { EngineProxyOptions } from './options.js';
 import { PeerAllowList } from './peer-allow-list.js';
 import { PeerBootstrapDiscovery } from './peer-bootstrap.js';
 import { PeerStopper } from './peer-stopper.js';
-import { PreparedStore } from './prepared-store.js';
+import { PROXY_FRAME_ERRORS } from './proxy-error.js';
 
 /** A trigger prefill prepared by its envelope and waiting for the decode engine's metaserver call. */
 export interface PreparedPrefill {
@@ -18,21 +21,24 @@ export interface PreparedPrefill {
   handle: AttemptHandle;
 }
 
-/** What a test may swap: the engine and peer clients, and the clock of the peer calls (cache, sent_at_ms). */
+/** What a test may swap: the engine and peer clients, and the clock (expiries, caches, `sent_at_ms`). */
 export interface ProxyDeps {
   engine?: EngineTransport;
   peers?: PeerTransport;
-  now?: () => number;
+  clock?: Clock;
 }
 
 /** Everything the routes and legs share; built once per proxy. */
 export interface ProxyContext {
   readonly opts: EngineProxyOptions;
   readonly log: Logger;
+  readonly clock: Clock;
+  /** Request bodies: `--max-body-bytes`, no nesting limit (bodies are relayed, not re-checked). */
+  readonly bodies: BodyReader;
   readonly adapter: EngineAdapter;
   readonly allow: PeerAllowList;
   readonly tracker: AttemptTracker;
-  readonly prepared: PreparedStore<PreparedPrefill>;
+  readonly prepared: TakeOnceStore<PreparedPrefill>;
   readonly metrics: ProxyMetrics;
   readonly engine: EngineTransport;
   readonly peers: PeerTransport;
@@ -47,20 +53,25 @@ export function createProxyContext(
   log: Logger,
   deps: ProxyDeps = {},
 ): ProxyContext {
+  const clock = deps.clock ?? systemClock;
   const allow = new PeerAllowList(opts.peerAllow);
   const tracker = new AttemptTracker({
     ttlMs: opts.stopTtlMs,
     maxFinished: opts.maxTrackedAttempts,
     maxActive: opts.maxActiveAttempts,
+    clock,
   });
-  const prepared = new PreparedStore<PreparedPrefill>(
-    { ttlMs: opts.preparedTtlMs, max: opts.maxPrepared, maxWaiters: opts.maxPrepared },
-    (id, entry) => {
+  const prepared = new TakeOnceStore<PreparedPrefill>({
+    ttlMs: opts.preparedTtlMs,
+    maxEntries: opts.maxPrepared,
+    maxWaiters: opts.maxPrepared,
+    clock,
+    onExpire: (id, entry) => {
       entry.handle.finish('stopped', 'expired');
       metrics.dispatches.inc({ role: 'prefill', leg: 'trigger_prefill', outcome: 'expired' });
       log.info({ request_id: id }, 'prepared prefill expired unconsumed');
     },
-  );
+  });
   const metrics = new ProxyMetrics({
     active: () => tracker.activeCount,
     tracked: () => tracker.finishedCount,
@@ -71,6 +82,8 @@ export function createProxyContext(
   return {
     opts,
     log,
+    clock,
+    bodies: new BodyReader({ maxBytes: opts.maxBodyBytes, maxDepth: Infinity }, PROXY_FRAME_ERRORS),
     adapter: engineAdapterFor(opts.engine),
     allow,
     tracker,
@@ -78,17 +91,12 @@ export function createProxyContext(
     metrics,
     engine: deps.engine ?? new EngineClient(opts.engineUrl, opts.engineConnections, opts.engineTimeoutMs),
     peers,
-    selfBootstrap: selfBootstrapAddress(opts),
-    bootstrapDiscovery: new PeerBootstrapDiscovery({ allow, metrics, peers, now: deps.now }),
-    peerStopper: new PeerStopper({ allow, metrics, peers, log, now: deps.now }),
-  };
-}
-
-/** `--bootstrap-host/--bootstrap-port`, defaulting to the engine URL's host and port. */
-function selfBootstrapAddress(opts: EngineProxyOptions): BootstrapAddress {
-  const engineUrl = new URL(opts.engineUrl);
-  return {
-    host: opts.bootstrapHost ?? engineUrl.hostname.replace(/^\[|\]$/g, ''),
-    port: opts.bootstrapPort ?? Number(engineUrl.port || (engineUrl.protocol === 'https:' ? 443 : 80)),
+    // `--bootstrap-host/--bootstrap-port`, defaulting to the engine URL's host and port.
+    selfBootstrap: bootstrapAddressFromUrl(opts.engineUrl, {
+      host: opts.bootstrapHost,
+      port: opts.bootstrapPort,
+    }),
+    bootstrapDiscovery: new PeerBootstrapDiscovery({ allow, metrics, peers, clock }),
+    peerStopper: new PeerStopper({ allow, metrics, peers, log, clock }),
   };
 }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { openAiError, sendJson } from '../common/http.js';
+import { frameErrors, type FrameErrors } from '../common/frame-errors.js';
+import { HttpError, renderError, type RenderableError } from '../common/http-error.js';
 import type { AdapterError } from '../engine-adapters/index.js';
 
 /**
@@ -61,21 +62,51 @@ export class ProxyError extends Error {
     return new ProxyError(code, err.message, { param: err.param, status: err.status });
   }
 
-  static invalidJson(message: string): ProxyError {
-    return new ProxyError('invalid_request', message);
-  }
-
   static engineUnreachable(cause: unknown): ProxyError {
     return new ProxyError('engine_unreachable', `engine unreachable: ${(cause as Error).message}`);
   }
 
   /** The `code` of the rendered body: the table's code when it is on the wire, else null. */
   get wireCode(): ProxyErrorCode | null {
-    return PROXY_ERROR_CODES[this.code].wire ? this.code : null;
+    return wireCodeOf(this.code);
+  }
+
+  /** The refusal as the HTTP frame renders it (`code` is the table key; the wire gets `wireCode`). */
+  get rendered(): RenderableError {
+    return {
+      status: this.status,
+      message: this.message,
+      type: this.type,
+      param: this.param,
+      code: this.wireCode,
+    };
   }
 }
 
 /** Renders a refusal as `{"error":{"message","type","param","code"}}`, the only way the proxy refuses. */
 export function sendError(res: ServerResponse, err: ProxyError): void {
-  sendJson(res, err.status, openAiError(err.message, err.type, err.param, err.wireCode));
+  renderError(res, err.rendered);
+}
+
+/**
+ * The HTTP frame's own refusals (body too large, invalid JSON, an unexpected failure) in the proxy's
+ * words, with status, type and wire code from the table. Unknown routes pass through (`noRoute`) and
+ * bodies have no depth limit, so the frame's 404 / 405 / too-deep answers never occur.
+ */
+export const PROXY_FRAME_ERRORS: FrameErrors = frameErrors({
+  // `connection: close` is set by `readRequestBody`, before the answer, where it always was.
+  bodyTooLarge: (limitBytes) => frameError('body_too_large', `request body exceeds ${limitBytes} bytes`),
+  invalidJson: (message) => frameError('invalid_request', message),
+  internal: () => frameError('internal', 'internal engine proxy error'),
+});
+
+function frameError(code: ProxyErrorCode, message: string): HttpError {
+  return new HttpError(PROXY_ERROR_CODES[code].status, message, {
+    type: PROXY_ERROR_CODES[code].type,
+    code: wireCodeOf(code),
+  });
+}
+
+function wireCodeOf(code: ProxyErrorCode): ProxyErrorCode | null {
+  return PROXY_ERROR_CODES[code].wire ? code : null;
 }

@@ -1,10 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
+import { httpFrame } from '../common/http-frame.js';
 import { logListening, type Logger } from '../common/logger.js';
 import type { EngineProxyOptions } from './options.js';
+import { passThroughRoute } from './pass-through.js';
 import { createProxyContext, type ProxyContext, type ProxyDeps } from './proxy-context.js';
-import { ProxyError, sendError } from './proxy-error.js';
-import { proxyRoutes, route } from './routes.js';
+import { PROXY_FRAME_ERRORS } from './proxy-error.js';
+import { proxyRoutes } from './routes.js';
 
 export interface EngineProxyServer {
   url: string;
@@ -40,14 +42,14 @@ export async function startEngineProxy(
 }
 
 function proxyServer(ctx: ProxyContext): Server {
-  const routes = proxyRoutes(ctx);
-  return createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    route(ctx, routes, req, res).catch((err: unknown) => {
-      ctx.log.error({ err }, 'engine proxy route failed');
-      if (!res.headersSent) sendError(res, new ProxyError('internal', 'internal engine proxy error'));
-      else res.destroy();
-    });
+  const listener = httpFrame({
+    routes: proxyRoutes(ctx),
+    noRoute: (req, res, method, path) => passThroughRoute(ctx, req, res, method, path),
+    errors: PROXY_FRAME_ERRORS,
+    logger: ctx.log,
+    failureLog: 'engine proxy route failed',
   });
+  return createServer({ keepAliveTimeout: 65_000 }, listener);
 }
 
 /** Expires prepared prefills and finished attempts at half the shorter TTL (10 ms – 1 s). */

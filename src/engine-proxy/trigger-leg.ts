@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isPlainObject, parseJson, sendJson } from '../common/http.js';
+import { isPlainObject, sendJson } from '../common/http.js';
 import { parseMetaserverKvFields, type MetaserverKvFields } from '../engine-adapters/index.js';
 import { buildPrefillResult } from '../protocol/index.js';
 import type { AttemptHandle } from './attempt-tracker.js';
@@ -8,7 +8,7 @@ import type { Envelope } from './envelope.js';
 import { LegAttempt, type EngineCallProfile } from './leg-attempt.js';
 import type { PreparedPrefill, ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
-import { readBodyOrRefuse } from './request-body.js';
+import { readRequestJson } from './request-body.js';
 
 /** The trigger prefill relays the engine's answer (error or not) with its content-type and request id. */
 const TRIGGER_PREFILL: EngineCallProfile = {
@@ -57,11 +57,7 @@ export async function metaserverRoute(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const raw = await readBodyOrRefuse(req, res, ctx.opts.maxBodyBytes);
-  if (raw === null) return;
-  const parsed = parseJson(raw);
-  if (!parsed.ok) return sendError(res, ProxyError.invalidJson(parsed.message));
-  const body = parsed.value;
+  const body = await readRequestJson(ctx.bodies, req, res);
   const requestId = isPlainObject(body) && typeof body.request_id === 'string' ? body.request_id : null;
   if (requestId === null || requestId.length === 0) {
     ctx.metrics.metaserverCalls.inc({ outcome: 'invalid' });
