@@ -5,12 +5,12 @@ import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import { createCoordinatorObservability } from '../observability/coordinator-observability.js';
 import type { Observability } from '../observability/observability.js';
 import { startControlPlane, type ControlPlane } from './control-plane.js';
-import { Dispatcher } from './dispatcher.js';
-import { createGateway } from './gateway.js';
+import { Dispatcher } from './dispatch/dispatcher.js';
+import { TriggerRegistry } from './dispatch/trigger-registry.js';
+import { Upstreams } from './upstream.js';
+import { createGateway } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
-import { TriggerRegistry } from './trigger-registry.js';
-import { Upstreams } from './upstream.js';
 
 export interface RunningCoordinator {
   url: string;

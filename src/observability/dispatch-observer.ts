@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Route } from '../coordinator/route-selection.js';
+import type { Route } from '../coordinator/route.js';
 import { DispatchStopState, enumValues } from '../protocol/index.js';
 
 /**

@@ -1,22 +1,30 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { bearerToken, BodyTooLargeError, parseJson, readBody, sendError, sendJson } from '../common/http.js';
-import type { Logger } from '../common/logger.js';
-import type { CoordinatorConfig } from '../config/coordinator-config.js';
-import { parseMetaserverKvFields } from '../engine-adapters/index.js';
-import type { DispatchObserver } from '../observability/dispatch-observer.js';
-import type { Dispatcher } from './dispatcher.js';
-import type { InstanceSource } from './instance-source.js';
-import { MotorError } from './motor-error.js';
+import {
+  bearerToken,
+  BodyTooLargeError,
+  parseJson,
+  readBody,
+  sendError,
+  sendJson,
+} from '../../common/http.js';
+import type { Logger } from '../../common/logger.js';
+import type { CoordinatorConfig } from '../../config/coordinator-config.js';
+import { parseMetaserverKvFields } from '../../engine-adapters/index.js';
+import type { DispatchObserver } from '../../observability/dispatch-observer.js';
+import type { Dispatcher } from '../dispatch/dispatcher.js';
+import { RequestCancellation } from '../dispatch/request-cancellation.js';
+import type { TriggerRegistry } from '../dispatch/trigger-registry.js';
+import type { InstanceSource } from '../instance-source.js';
+import { MotorError } from '../motor-error.js';
+import type { SchedulingAdapter } from '../scheduling-adapter.js';
+import { readinessReport } from './readiness.js';
 import {
   MAX_JSON_DEPTH,
   nestedDeeperThan,
   validateClientRequest,
   type ApiKind,
 } from './request-validation.js';
-import { topologyReport } from './route-selection.js';
-import type { SchedulingAdapter } from './scheduling-adapter.js';
-import type { TriggerRegistry } from './trigger-registry.js';
 
 export interface GatewayDeps {
   config: CoordinatorConfig;
@@ -26,8 +34,8 @@ export interface GatewayDeps {
   log: Logger;
   /** Observability routes (`/metrics`, `/dashboard`); returns true when it answered. */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, method: string, path: string) => boolean;
-  /** Admission control (concurrency limit, queue, per-key rate limit) before scheduling. */
-  scheduling: Pick<SchedulingAdapter, 'admission'>;
+  /** Admission control (concurrency limit, queue, per-key rate limit) before scheduling; `/ready`. */
+  scheduling: Pick<SchedulingAdapter, 'admission' | 'explainer'>;
   /** Counts API requests refused before dispatch (the dispatcher reports the others). */
   observer?: Pick<DispatchObserver, 'rejected'>;
 }
@@ -74,12 +82,7 @@ export function createGateway(deps: GatewayDeps): Server {
       case 'GET /health':
         return sendJson(res, 200, { status: 'ok' });
       case 'GET /ready': {
-        const { fallback, planPreference } = config.scheduling.library;
-        const report = topologyReport(deps.source.routable(), {
-          unionFallback: fallback.union,
-          degradedPrefill: fallback.degradedPrefill,
-          planPreference,
-        });
+        const report = readinessReport(deps.source.routable(), deps.scheduling.explainer);
         return sendJson(res, report.ready ? 200 : 503, { ready: report.ready, models: report.models });
       }
       case 'GET /v1/models':
@@ -160,19 +163,11 @@ export function createGateway(deps: GatewayDeps): Server {
       if (err instanceof MotorError) return refuse(res, path, err);
       throw err;
     }
-    // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After.
-    let onClose: (() => void) | null = null;
-    const admitted = deps.scheduling.admission.tryAcquire({
-      apiKey,
-      signal: () => {
-        const gone = new AbortController();
-        onClose = () => gone.abort();
-        res.once('close', onClose);
-        return gone.signal;
-      },
-    });
+    // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After. The request's one
+    // cancellation covers the wait in the queue too (a signal is made only if it queues).
+    const cancellation = new RequestCancellation(res);
+    const admitted = deps.scheduling.admission.tryAcquire({ apiKey, signal: () => cancellation.signal() });
     const ticket = admitted instanceof Promise ? await admitted : admitted;
-    if (onClose) res.off('close', onClose);
     if (!ticket.admitted) {
       if (ticket.reason === 'aborted') {
         deps.observer?.rejected?.(path, 499, 'client_disconnect');
@@ -187,10 +182,14 @@ export function createGateway(deps: GatewayDeps): Server {
     }
     try {
       const session = req.headers['x-session-id'];
-      await deps.dispatcher.serve(client, `req-${randomUUID()}`, path, res, {
-        sessionKey: typeof session === 'string' && session !== '' ? session : undefined,
-        apiKey,
-      });
+      await deps.dispatcher.serve(
+        client,
+        `req-${randomUUID()}`,
+        path,
+        res,
+        { sessionKey: typeof session === 'string' && session !== '' ? session : undefined, apiKey },
+        cancellation,
+      );
     } finally {
       ticket.release();
     }
