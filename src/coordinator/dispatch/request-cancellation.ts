@@ -1,6 +1,11 @@
-import type { ServerResponse } from 'node:http';
 import { MotorError } from '../motor-error.js';
 import { Cancellation } from './cancellation.js';
+
+/** The part of the client's `ServerResponse` that tells whether the client went away. */
+export interface ClientResponse {
+  once(event: 'close', listener: () => void): unknown;
+  readonly writableFinished: boolean;
+}
 
 /**
  * The one cancellation of a client request, from admission to the last byte: the client going away
@@ -11,7 +16,8 @@ export class RequestCancellation extends Cancellation {
   private deadline: NodeJS.Timeout | null = null;
   private controller: AbortController | null = null;
 
-  constructor(res: ServerResponse) {
+  /** Watches the client's response: closed before it finished = the client went away. */
+  constructor(res: ClientResponse) {
     super();
     res.once('close', () => {
       if (!res.writableFinished)
