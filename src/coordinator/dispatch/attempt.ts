@@ -4,12 +4,12 @@ import type { Instance, InstanceSource } from '../instance-source.js';
 import { MotorError } from '../motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
+import type { Upstreams } from '../upstream.js';
 import type { Cancellation } from './cancellation.js';
-import { Leg } from './leg.js';
 import type { AttemptIds, LegInput, LegRole } from './leg-request.js';
 import type { LegTransport, LegTransports } from './leg-transport.js';
+import { Leg } from './leg.js';
 import type { Session } from './session.js';
-import type { Upstreams } from '../upstream.js';
 
 /** What an attempt needs from the coordinator; built once by the Dispatcher. */
 export interface AttemptServices {

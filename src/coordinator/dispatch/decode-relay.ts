@@ -1,10 +1,10 @@
 import type { PrefillResult } from '../../protocol/index.js';
 import { errorForEngineStatus, MotorError } from '../motor-error.js';
+import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
 import { relayJson } from './json-relay.js';
 import type { Leg, ResponseData } from './leg.js';
 import { relayStream } from './stream-relay.js';
-import { readAll } from '../upstream.js';
 
 /** The prefill leg's outcome, as a concurrent flow waits for it. */
 export type PrefillOutcome = Promise<PrefillResult | MotorError>;

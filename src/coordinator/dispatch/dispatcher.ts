@@ -11,6 +11,7 @@ import type { InstanceSource } from '../instance-source.js';
 import { MotorError } from '../motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
+import type { Upstreams } from '../upstream.js';
 import { Attempt, type AttemptServices } from './attempt.js';
 import { backoffDelayMs } from './backoff.js';
 import { ClientSink } from './client-sink.js';
@@ -22,7 +23,6 @@ import type { Session } from './session.js';
 import { runSingle } from './single-flow.js';
 import { stopLegs } from './stop-legs.js';
 import type { TriggerRegistry } from './trigger-registry.js';
-import type { Upstreams } from '../upstream.js';
 
 export interface DispatcherDeps {
   config: CoordinatorConfig;

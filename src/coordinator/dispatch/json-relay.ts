@@ -1,10 +1,10 @@
 import { isPlainObject } from '../../common/http.js';
 import { MotorError } from '../motor-error.js';
+import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
 import type { PrefillOutcome } from './decode-relay.js';
 import type { Leg, ResponseData } from './leg.js';
 import { needsRewrite, rewriteResponseObject, withoutTrailingNullKv } from './sse-relay.js';
-import { readAll } from '../upstream.js';
 
 /**
  * A non-stream answer: read whole, then relayed as the engine's bytes when nothing needs changing

@@ -4,10 +4,10 @@ import type { DispatchStopReason, PrefillResult } from '../../protocol/index.js'
 import type { Instance } from '../instance-source.js';
 import { MotorError } from '../motor-error.js';
 import type { PdFlow } from '../route.js';
+import type { Upstreams } from '../upstream.js';
 import { DirectTransport } from './direct-transport.js';
 import type { AttemptIds, LegInput, LegRequest } from './leg-request.js';
 import { ProxyTransport } from './proxy-transport.js';
-import type { Upstreams } from '../upstream.js';
 
 /** A failed attempt's stop, as each instance of its route is told. */
 export interface StopOrder {

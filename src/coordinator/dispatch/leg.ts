@@ -3,9 +3,9 @@ import { noopLegObserver, type LegObserver } from '../../observability/dispatch-
 import type { Instance } from '../instance-source.js';
 import { MotorError } from '../motor-error.js';
 import type { LegTracking } from '../scheduling-adapter.js';
+import { UpstreamAbort } from '../upstream.js';
 import type { LegRole } from './leg-request.js';
 import type { LegTransport } from './leg-transport.js';
-import { UpstreamAbort } from '../upstream.js';
 
 export type ResponseData = UndiciDispatcher.ResponseData;
 

@@ -1,9 +1,9 @@
 import type { PrefillResult } from '../../protocol/index.js';
 import { errorForEngineStatus, MotorError } from '../motor-error.js';
 import type { PdFlow } from '../route.js';
+import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
 import type { Leg, ResponseData } from './leg.js';
-import { readAll } from '../upstream.js';
 
 /**
  * Awaits a prefill leg and reads its answer, through the leg's transport, as this attempt's
