@@ -14,8 +14,9 @@ export class Cancellation {
   reason: MotorError | null = null;
   /** What the engines are told when they are stopped for it. */
   stopReason: DispatchStopReason = 'other';
-  private listeners: CancelListener[] = [];
-  private detach: (() => void) | null = null;
+  /** Listeners and children (a child is cancelled in its turn, without a closure per child). */
+  private listeners: Array<CancelListener | Cancellation> = [];
+  private parent: Cancellation | null = null;
 
   get cancelled(): boolean {
     return this.reason !== null;
@@ -26,10 +27,13 @@ export class Cancellation {
     if (this.reason !== null) return;
     this.reason = reason;
     this.stopReason = stopReason;
-    this.detach?.();
+    this.release();
     const listeners = this.listeners;
     this.listeners = [];
-    for (const listener of listeners) listener(reason, stopReason);
+    for (const listener of listeners) {
+      if (listener instanceof Cancellation) listener.cancel(reason, stopReason);
+      else listener(reason, stopReason);
+    }
   }
 
   /** Calls `listener` on cancellation (at once when already cancelled). */
@@ -38,7 +42,7 @@ export class Cancellation {
     else this.listeners.push(listener);
   }
 
-  off(listener: CancelListener): void {
+  off(listener: CancelListener | Cancellation): void {
     const i = this.listeners.indexOf(listener);
     if (i >= 0) this.listeners.splice(i, 1);
   }
@@ -46,15 +50,18 @@ export class Cancellation {
   /** A cancellation ended by this one (with its reason) or on its own; {@link release} it when done. */
   child(): Cancellation {
     const child = new Cancellation();
-    const forward: CancelListener = (reason, stopReason) => child.cancel(reason, stopReason);
-    this.onCancel(forward);
-    child.detach = () => this.off(forward);
+    if (this.reason !== null) {
+      child.cancel(this.reason, this.stopReason);
+    } else {
+      child.parent = this;
+      this.listeners.push(child);
+    }
     return child;
   }
 
   /** The work is over: a later cancellation of the parent no longer reaches this one. */
   release(): void {
-    this.detach?.();
-    this.detach = null;
+    this.parent?.off(this);
+    this.parent = null;
   }
 }
