@@ -7,7 +7,7 @@ import { createLogger } from '../../common/logger.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import type { MetaserverKvFields } from '../../engine-adapters/index.js';
 import type { DispatchObserver, RequestObserver } from '../../observability/dispatch-observer.js';
-import { validateClientRequest } from '../gateway/request-validation.js';
+import type { ClientRequest } from '../client-request.js';
 import { StaticInstanceSource, type Instance } from '../instance-source.js';
 import { SchedulingAdapter } from '../scheduling-adapter.js';
 import type { UpstreamRequest, Upstreams } from '../upstream.js';
@@ -159,7 +159,15 @@ export class DispatchHarness {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const client = validateClientRequest('chat', JSON.parse(Buffer.concat(chunks).toString()));
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>;
+        // (the gateway validated it; dispatch does not import the gateway)
+        const client: ClientRequest = {
+          kind: 'chat',
+          body,
+          model: String(body.model),
+          stream: body.stream === true,
+          wantsTokenIds: body.return_token_ids === true,
+        };
         const cancellation = new RequestCancellation(res);
         void this.dispatcher
           .serve(client, 'req-t', '/v1/chat/completions', res, {}, cancellation)
