@@ -6,13 +6,13 @@ import type { ErrorCodeLabel } from '../observability/coordinator-metrics.js';
 import { createCoordinatorObservability } from '../observability/coordinator-observability.js';
 import type { Observability } from '../observability/observability.js';
 import { startControlPlane, type ControlPlane } from './control-plane.js';
-import { Dispatcher } from './dispatcher.js';
-import { createGateway } from './gateway.js';
+import { Dispatcher } from './dispatch/dispatcher.js';
+import { TriggerRegistry } from './dispatch/trigger-registry.js';
+import { Upstreams } from './upstream.js';
+import { createGateway } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import type { MotorErrorCode } from './motor-error.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
-import { TriggerRegistry } from './trigger-registry.js';
-import { Upstreams } from './upstream.js';
 
 // Metrics label exactly the MotorError codes (observability declares its own list, importing nothing
 // from here): this line stops compiling when the two lists differ.

@@ -1,5 +1,5 @@
 import { CHARS_PER_TOKEN } from '../scheduling/index.js';
-import type { ClientRequest } from './request-validation.js';
+import type { ClientRequest } from './client-request.js';
 
 /** What prefix hashing sees of one request: rendered text (chat template applied) or token ids. */
 export interface RenderedPrompt {

@@ -6,16 +6,18 @@ import {
   type InstanceRole,
   type LoadHandle,
   type RequestOutcome,
+  type RouteExplanation,
   type SchedulableInstance,
+  type SchedulingConfig,
   type SchedulingRequest,
 } from '../scheduling/index.js';
 import { EngineMetricsScraper } from './engine-metrics-scraper.js';
 import type { Instance, InstanceSource } from './instance-source.js';
 import { MotorError } from './motor-error.js';
 import { renderPrompt } from './prompt-render.js';
-import type { ClientRequest } from './request-validation.js';
-import { flowFor, servesModel, type Route } from './route-selection.js';
+import type { ClientRequest } from './client-request.js';
 import type { Upstreams } from './upstream.js';
+import { flowFor, servesModel, type Route } from './route.js';
 
 /** The scheduler's view of a coordinator instance (live: reads the instance object on every access). */
 class InstanceView implements SchedulableInstance {
@@ -35,6 +37,31 @@ class InstanceView implements SchedulableInstance {
   get weight(): number | undefined {
     return (this.instance as { weight?: number }).weight;
   }
+}
+
+/**
+ * `/ready`'s question to the scheduler: the route `model` gets on `instances` by the scheduler's own
+ * rules, every instance taken as available (readiness is the fleet's topology; a momentary open
+ * circuit is not). Moves no scheduling state ({@link Scheduler.explain}).
+ */
+export interface RouteExplainer {
+  explain(instances: readonly Instance[], model: string): RouteExplanation;
+  /** The fallback rules the answers follow. */
+  readonly fallback: SchedulingConfig['fallback'];
+}
+
+export function routeExplainer(
+  scheduler: Scheduler,
+  view: (instance: Instance) => SchedulableInstance = (instance) => new InstanceView(instance),
+): RouteExplainer {
+  return {
+    fallback: scheduler.config.fallback,
+    // an unbounded prompt: the short-prompt shortcut (conditional disaggregation) is per request
+    explain: (instances, model) =>
+      scheduler.explain({ model, promptTokens: Number.POSITIVE_INFINITY }, instances.map(view), {
+        assumeAvailable: true,
+      }),
+  };
 }
 
 /** A route plus what the load tracker needs; `picked` are the instances the scheduler chose. */
@@ -81,6 +108,8 @@ export function legOutcome(instanceId: string, err: MotorError | null | undefine
  */
 export class SchedulingAdapter {
   readonly scheduler: Scheduler;
+  /** For `/ready` (side-effect free). */
+  readonly explainer: RouteExplainer;
   readonly admission: AdmissionController;
   readonly scraper: EngineMetricsScraper | null;
   private readonly views = new WeakMap<Instance, InstanceView>();
@@ -97,6 +126,7 @@ export class SchedulingAdapter {
       onMetricsFallback: (instance, why) =>
         log.warn({ instance, why }, 'engine metrics missing or stale; scoring without them'),
     });
+    this.explainer = routeExplainer(this.scheduler, (instance) => this.view(instance));
     this.admission = new AdmissionController(this.scheduler.config.admission);
     this.scraper = config.scrape.enabled
       ? new EngineMetricsScraper({

@@ -4,7 +4,14 @@
  * admission control. Pure and synchronous on the request path except {@link AdmissionController.acquire}.
  */
 export * from './types.js';
-export { Scheduler, type SchedulerOptions, type SchedulerStats } from './scheduler.js';
+export {
+  Scheduler,
+  type ExplainOptions,
+  type FleetSummary,
+  type RouteExplanation,
+  type SchedulerOptions,
+  type SchedulerStats,
+} from './scheduler.js';
 export {
   parseSchedulingConfig,
   schedulingConfigSchema,

@@ -106,6 +106,15 @@ describe('Scheduler.selectPair topology (conformance 12–16)', () => {
     if (message) expect(decision.kind === 'failure' && decision.message).toMatch(message);
   });
 
+  it.each(cases)('explain agrees with selectPair: $name', ({ instances, config }) => {
+    const decision = new Scheduler({ seed: 1, ...config }).selectPair(request(), instances);
+    const explained = new Scheduler({ seed: 1, ...config }).explain(request(), instances);
+    if (decision.kind === 'pair') expect(explained).toMatchObject({ kind: 'pair', plan: decision.plan });
+    else if (decision.kind === 'single')
+      expect(explained).toMatchObject({ kind: 'single', reason: decision.reason });
+    else expect(explained).toMatchObject({ kind: 'failure', failure: decision });
+  });
+
   it('conditional disaggregation: long prompt → pair', () => {
     const s = new Scheduler({ disaggregation: { mode: 'conditional', shortPromptTokens: 100 } });
     const d = s.selectPair(request('x'.repeat(4000)), [
@@ -276,5 +285,57 @@ describe('Scheduler stats', () => {
     s.selectPair(request(), [instance('u', 'union')]);
     s.selectPair(request(), []);
     expect(s.stats).toMatchObject({ pairs: 1, singles: { union: 1 }, failures: { no_instances: 1 } });
+  });
+});
+
+describe('Scheduler.explain is side-effect free', () => {
+  const pairs = (s: Scheduler, instances: SchedulableInstance[], n: number) =>
+    Array.from({ length: n }, () => describeDecision(s.selectPair(request(), instances)));
+
+  it.each(['round-robin', 'random', 'power-of-two'])(
+    '%s: explaining moves no picker state, random draw or stat',
+    (picker) => {
+      const config = { seed: 9, prefill: { picker: { type: picker } }, decode: { picker: { type: picker } } };
+      const instances = [...fleet('p', 'prefill', 3), ...fleet('d', 'decode', 3)];
+      const explained = new Scheduler(config);
+      for (let i = 0; i < 7; i++) explained.explain(request(), instances);
+      expect(explained.stats).toMatchObject({ pairs: 0, failures: { no_instances: 0 } });
+      expect(pairs(explained, instances, 6)).toEqual(pairs(new Scheduler(config), instances, 6));
+    },
+  );
+
+  it('takes no half-open probe slot and counts no failure', () => {
+    const clock = new ManualClock();
+    const s = new Scheduler({ circuitBreaker: { failureThreshold: 1, openMs: 1000 } }, { clock });
+    const instances = [instance('p', 'prefill'), instance('d', 'decode')];
+    s.breakers.record('p', 'failure');
+    expect(s.explain(request(), instances)).toMatchObject({
+      kind: 'failure',
+      failure: { code: 'no_available_instance', filtered: { 'circuit-breaker': 1 } },
+    });
+    clock.advance(1000);
+    for (let i = 0; i < 3; i++) expect(s.explain(request(), instances)).toMatchObject({ kind: 'pair' });
+    expect(s.breakers.isAvailable('p')).toBe(true);
+    expect(s.stats.failures.no_available_instance).toBe(0);
+    expect(describeDecision(s.selectPair(request(), instances))).toBe(`pair p+d ${H}`);
+    expect(s.breakers.isAvailable('p')).toBe(false); // the real pick took the one probe slot
+  });
+
+  it.each<[string, object, string]>([
+    ['filters applied', {}, 'single'],
+    ['assumeAvailable: the topology', { assumeAvailable: true }, 'pair'],
+  ])('open decode circuit, %s → %s', (_name, options, kind) => {
+    const s = new Scheduler({ circuitBreaker: { failureThreshold: 1 } }, { clock: new ManualClock() });
+    const instances = [instance('p', 'prefill', [H, C]), instance('d', 'decode', [C])];
+    s.breakers.record('d', 'failure');
+    const explained = s.explain(request(), instances, options);
+    expect(explained.kind).toBe(kind);
+    expect(explained.fleet).toEqual({
+      prefill: 1,
+      decode: 1,
+      union: 0,
+      prefillPlans: [C, H],
+      decodePlans: [C],
+    });
   });
 });

@@ -15,6 +15,7 @@ import type {
   SchedulingFailure,
   SchedulingRequest,
   SingleDecision,
+  SingleReason,
 } from './types.js';
 
 export interface SchedulerOptions {
@@ -36,6 +37,57 @@ export interface SchedulerStats {
   pairs: number;
   singles: Record<SingleDecision['reason'], number>;
   failures: Record<SchedulingFailure['code'], number>;
+}
+
+/** Options of {@link Scheduler.explain}. */
+export interface ExplainOptions {
+  /** Take every instance as available (skip filters): the route the fleet's topology allows. */
+  readonly assumeAvailable?: boolean;
+}
+
+/** The registered fleet an explanation was made for (for messages naming what is missing). */
+export interface FleetSummary {
+  readonly prefill: number;
+  readonly decode: number;
+  readonly union: number;
+  /** Plans the prefill (decode) instances advertise, sorted. */
+  readonly prefillPlans: readonly DispatchPlan[];
+  readonly decodePlans: readonly DispatchPlan[];
+}
+
+type Explained =
+  | { readonly kind: 'pair'; readonly plan: DispatchPlan }
+  | { readonly kind: 'single'; readonly reason: SingleReason }
+  | { readonly kind: 'failure'; readonly failure: SchedulingFailure };
+
+/** What {@link Scheduler.explain} answers: the kind of route (and plan) a request would get, or why none. */
+export type RouteExplanation = Explained & { readonly fleet: FleetSummary };
+
+/** How {@link Scheduler.decide} turns candidates into its answer (picking, or only explaining). */
+interface DecisionSteps<T> {
+  /** The candidates of `role` its filters keep; removed ones are counted into `dropped` per filter. */
+  available(
+    ctx: DecisionContext,
+    role: InstanceRole,
+    candidates: readonly SchedulableInstance[],
+    dropped: Record<string, number>,
+  ): readonly SchedulableInstance[];
+  /** One of `candidates` (filtered, of `role`'s profile) serves the request; undefined when none can. */
+  single(
+    ctx: DecisionContext,
+    role: 'union' | 'prefill',
+    candidates: readonly SchedulableInstance[],
+    reason: SingleReason,
+  ): T | undefined;
+  /** A prefill and a decode sharing a plan of `shared` (both sides already filtered). */
+  pair(
+    ctx: DecisionContext,
+    prefill: readonly SchedulableInstance[],
+    decode: readonly SchedulableInstance[],
+    shared: ReadonlySet<DispatchPlan>,
+    dropped: Record<string, number>,
+  ): T;
+  failure(failure: SchedulingFailure): T;
 }
 
 const EMPTY_PLANS: ReadonlySet<DispatchPlan> = new Set();
@@ -145,7 +197,35 @@ export class Scheduler {
    * instances without a shared plan and never returns an instance a filter removed (open circuit).
    */
   selectPair(request: SchedulingRequest, instances: readonly SchedulableInstance[]): SchedulingDecision {
+    return this.decide(new DecisionContext(request, this.clock.now(), this.random), instances, this.picking);
+  }
+
+  /**
+   * What {@link selectPair} would decide, without deciding: the route kind and plan, or the failure.
+   * Side-effect free: no picker or scorer runs (round-robin positions, affinity learning and random
+   * draws stay put), no circuit-breaker probe slot is taken, no stats are counted. Filters, which only
+   * read state, run unless `assumeAvailable` (the fleet's topology, as `/ready` reports it).
+   */
+  explain(
+    request: SchedulingRequest,
+    instances: readonly SchedulableInstance[],
+    options: ExplainOptions = {},
+  ): RouteExplanation {
     const ctx = new DecisionContext(request, this.clock.now(), this.random);
+    const steps = options.assumeAvailable ? this.explainingTopology : this.explaining;
+    return { ...this.decide(ctx, instances, steps), fleet: this.fleetOf(instances) };
+  }
+
+  /**
+   * The routing rules, once, for both {@link selectPair} and {@link explain}: `steps` say how the
+   * candidates of a role are filtered and what choosing a single instance or a pair produces.
+   */
+  private decide<T>(
+    ctx: DecisionContext,
+    instances: readonly SchedulableInstance[],
+    steps: DecisionSteps<T>,
+  ): T {
+    const { request } = ctx;
     const prefill: SchedulableInstance[] = [];
     const decode: SchedulableInstance[] = [];
     const union: SchedulableInstance[] = [];
@@ -155,27 +235,19 @@ export class Scheduler {
       else if (instance.role === 'union') union.push(instance);
     }
     if (prefill.length + decode.length + union.length === 0) {
-      return this.fail('no_instances', 'no prefill, decode or union instance is registered', [], {});
+      return steps.failure(failureOf('no_instances', 'no prefill, decode or union instance is registered'));
     }
     const dropped: Record<string, number> = {};
     const { fallback, disaggregation } = this.config;
 
     let unionCandidates: readonly SchedulableInstance[] | undefined;
-    const availableUnion = () => {
-      if (!unionCandidates) {
-        ctx.role = 'union';
-        unionCandidates = this.profiles.union.filter(ctx, union, dropped);
-      }
-      return unionCandidates;
-    };
-    const single = (reason: SingleDecision['reason']): SingleDecision | undefined => {
-      ctx.role = 'union';
-      const instance = this.profiles.union.pick(ctx, availableUnion());
-      return instance ? this.singleOn(ctx, instance, reason) : undefined;
+    const single = (reason: SingleDecision['reason']): T | undefined => {
+      unionCandidates ??= steps.available(ctx, 'union', union, dropped);
+      return steps.single(ctx, 'union', unionCandidates, reason);
     };
 
     if (union.length > 0 && prefill.length === 0 && decode.length === 0) {
-      return single('union') ?? this.unavailable(dropped, 'every union instance is unavailable');
+      return single('union') ?? steps.failure(unavailable(dropped, 'every union instance is unavailable'));
     }
     if (
       disaggregation.mode === 'conditional' &&
@@ -187,16 +259,88 @@ export class Scheduler {
     }
 
     // P/D: filter each side, then restrict to instances sharing a plan with the other side.
-    ctx.role = 'prefill';
-    const prefillAvailable = this.profiles.prefill.filter(ctx, prefill, dropped);
-    ctx.role = 'decode';
-    const decodeAvailable = this.profiles.decode.filter(ctx, decode, dropped);
+    const prefillAvailable = steps.available(ctx, 'prefill', prefill, dropped);
+    const decodeAvailable = steps.available(ctx, 'decode', decode, dropped);
     const prefillPlans = this.planUnion(prefillAvailable);
     const decodePlans = this.planUnion(decodeAvailable);
     const shared = new Set<DispatchPlan>();
     for (const plan of prefillPlans) if (decodePlans.has(plan)) shared.add(plan);
+    if (shared.size > 0) return steps.pair(ctx, prefillAvailable, decodeAvailable, shared, dropped);
 
-    if (shared.size > 0) {
+    // No pair. Union fallback (conformance 14), then degraded prefill-only (conformance 15).
+    if (union.length > 0 && fallback.union) {
+      const decision = single('union');
+      if (decision) return decision;
+    }
+    if (
+      prefill.length > 0 &&
+      decodeAvailable.length === 0 &&
+      prefillAvailable.length > 0 &&
+      fallback.degradedPrefill
+    ) {
+      const decision = steps.single(ctx, 'prefill', prefillAvailable, 'degraded_prefill');
+      if (decision) return decision;
+    }
+    return steps.failure(
+      this.noRoute(prefill, decode, prefillAvailable, decodeAvailable, prefillPlans, decodePlans, dropped),
+    );
+  }
+
+  /** Why no route exists, given what each side has (registered) and keeps (after filters). */
+  private noRoute(
+    prefill: readonly SchedulableInstance[],
+    decode: readonly SchedulableInstance[],
+    prefillAvailable: readonly SchedulableInstance[],
+    decodeAvailable: readonly SchedulableInstance[],
+    prefillPlans: ReadonlySet<DispatchPlan>,
+    decodePlans: ReadonlySet<DispatchPlan>,
+    dropped: Record<string, number>,
+  ): SchedulingFailure {
+    if (
+      prefill.length > 0 &&
+      decode.length > 0 &&
+      prefillAvailable.length > 0 &&
+      decodeAvailable.length > 0
+    ) {
+      return incompatible(prefillPlans, decodePlans, dropped);
+    }
+    if (prefill.length > 0 && decode.length > 0) {
+      // Statically compatible or not, one side is entirely unavailable: say which.
+      const staticShared = [...this.planUnion(prefill)].some((plan) => this.planUnion(decode).has(plan));
+      if (!staticShared) return incompatible(this.planUnion(prefill), this.planUnion(decode), dropped);
+      const side = prefillAvailable.length === 0 ? 'prefill' : 'decode';
+      return unavailable(dropped, `every ${side} instance is unavailable`);
+    }
+    if (decode.length === 0 && prefill.length > 0) {
+      return unavailable(
+        dropped,
+        prefillAvailable.length === 0
+          ? 'every prefill instance is unavailable'
+          : 'no decode instance is registered and degraded prefill-only dispatch is disabled',
+        'no_instances',
+      );
+    }
+    return unavailable(
+      dropped,
+      decodeAvailable.length === 0 && decode.length > 0
+        ? 'every decode instance is unavailable and no prefill instance is registered'
+        : 'no prefill instance is registered',
+      decodeAvailable.length === 0 && decode.length > 0 ? 'no_available_instance' : 'no_instances',
+    );
+  }
+
+  /** {@link selectPair}'s steps: filter, score and pick; picks take breaker probes and count in stats. */
+  private readonly picking: DecisionSteps<SchedulingDecision> = {
+    available: (ctx, role, candidates, dropped) => {
+      ctx.role = role;
+      return this.profiles[role].filter(ctx, candidates, dropped);
+    },
+    single: (ctx, role, candidates, reason) => {
+      ctx.role = role;
+      const instance = this.profiles[role].pick(ctx, candidates);
+      return instance ? this.singleOn(ctx, instance, reason) : undefined;
+    },
+    pair: (ctx, prefillAvailable, decodeAvailable, shared, dropped) => {
       ctx.role = 'prefill';
       const p = this.profiles.prefill.pick(
         ctx,
@@ -210,7 +354,7 @@ export class Scheduler {
             decodeAvailable.filter((instance) => this.sharesAny(instance, pPlans)),
           )
         : undefined;
-      if (!p || !d) return this.unavailable(dropped, 'a picker returned no instance');
+      if (!p || !d) return this.picking.failure(unavailable(dropped, 'a picker returned no instance'));
       const dPlans = this.plans(d);
       const plan =
         this.config.planPreference.find((x) => pPlans.has(x) && dPlans.has(x)) ??
@@ -219,55 +363,45 @@ export class Scheduler {
       this.breakers.onPicked(d.id);
       this.stats.pairs += 1;
       return { kind: 'pair', plan, prefill: p, decode: d, cachedPromptTokens: ctx.cachedFor(p) };
-    }
+    },
+    failure: (failure) => {
+      this.stats.failures[failure.code] += 1;
+      return failure;
+    },
+  };
 
-    // No pair. Union fallback (conformance 14), then degraded prefill-only (conformance 15).
-    if (union.length > 0 && fallback.union) {
-      const decision = single('union');
-      if (decision) return decision;
-    }
-    if (
-      prefill.length > 0 &&
-      decodeAvailable.length === 0 &&
-      prefillAvailable.length > 0 &&
-      fallback.degradedPrefill
-    ) {
-      ctx.role = 'prefill';
-      const instance = this.profiles.prefill.pick(ctx, prefillAvailable);
-      if (instance) return this.singleOn(ctx, instance, 'degraded_prefill');
-    }
+  /** {@link explain}'s steps: the same filters, then only the kind of route (no pick). */
+  private readonly explaining: DecisionSteps<Explained> = {
+    available: this.picking.available,
+    single: (_ctx, _role, candidates, reason) =>
+      candidates.length > 0 ? { kind: 'single', reason } : undefined,
+    pair: (_ctx, _prefill, _decode, shared) => ({
+      kind: 'pair',
+      plan: this.config.planPreference.find((plan) => shared.has(plan)) ?? [...shared][0]!,
+    }),
+    failure: (failure) => ({ kind: 'failure', failure }),
+  };
 
-    if (
-      prefill.length > 0 &&
-      decode.length > 0 &&
-      prefillAvailable.length > 0 &&
-      decodeAvailable.length > 0
-    ) {
-      return this.incompatible(prefillPlans, decodePlans, dropped);
+  /** {@link explain} with every instance taken as available (no filter runs). */
+  private readonly explainingTopology: DecisionSteps<Explained> = {
+    ...this.explaining,
+    available: (_ctx, _role, candidates) => candidates,
+  };
+
+  private fleetOf(instances: readonly SchedulableInstance[]): FleetSummary {
+    const byRole = { prefill: [] as SchedulableInstance[], decode: [] as SchedulableInstance[], union: 0 };
+    for (const instance of instances) {
+      if (instance.role === 'union') byRole.union += 1;
+      else if (instance.role === 'prefill' || instance.role === 'decode')
+        byRole[instance.role].push(instance);
     }
-    if (prefill.length > 0 && decode.length > 0) {
-      // Statically compatible or not, one side is entirely unavailable: say which.
-      const staticShared = [...this.planUnion(prefill)].some((plan) => this.planUnion(decode).has(plan));
-      if (!staticShared) return this.incompatible(this.planUnion(prefill), this.planUnion(decode), dropped);
-      const side = prefillAvailable.length === 0 ? 'prefill' : 'decode';
-      return this.unavailable(dropped, `every ${side} instance is unavailable`);
-    }
-    if (decode.length === 0 && prefill.length > 0) {
-      return this.unavailable(
-        dropped,
-        prefillAvailable.length === 0
-          ? 'every prefill instance is unavailable'
-          : 'no decode instance is registered and degraded prefill-only dispatch is disabled',
-        'no_instances',
-      );
-    }
-    return this.unavailable(
-      dropped,
-      decodeAvailable.length === 0 && decode.length > 0
-        ? 'every decode instance is unavailable and no prefill instance is registered'
-        : 'no prefill instance is registered',
-      decodeAvailable.length === 0 && decode.length > 0 ? 'no_available_instance' : 'no_instances',
-    );
+    return {
+      prefill: byRole.prefill.length,
+      decode: byRole.decode.length,
+      union: byRole.union,
+      prefillPlans: [...this.planUnion(byRole.prefill)].sort(),
+      decodePlans: [...this.planUnion(byRole.decode)].sort(),
+    };
   }
 
   /** Drops all per-instance state (call when the registry removes an instance). */
@@ -308,49 +442,49 @@ export class Scheduler {
     for (const plan of this.plans(instance)) if (plans.has(plan)) return true;
     return false;
   }
+}
 
-  private incompatible(
-    prefillPlans: ReadonlySet<DispatchPlan>,
-    decodePlans: ReadonlySet<DispatchPlan>,
-    dropped: Record<string, number>,
-  ): SchedulingFailure {
-    const missingOnDecode = [...prefillPlans].filter((p) => !decodePlans.has(p)).sort();
-    const missingOnPrefill = [...decodePlans].filter((p) => !prefillPlans.has(p)).sort();
-    const parts: string[] = [];
-    if (prefillPlans.size === 0) parts.push('prefill instances advertise no dispatch plan');
-    if (decodePlans.size === 0) parts.push('decode instances advertise no dispatch plan');
-    if (missingOnDecode.length > 0) parts.push(`no decode instance supports ${missingOnDecode.join(' or ')}`);
-    if (missingOnPrefill.length > 0)
-      parts.push(`no prefill instance supports ${missingOnPrefill.join(' or ')}`);
-    const message =
-      `no compatible prefill/decode pair: ${parts.join('; ')} ` +
-      `(prefill offers ${planList(prefillPlans)}; decode offers ${planList(decodePlans)})`;
-    return this.fail(
-      'no_compatible_pair',
-      message,
-      [...new Set([...missingOnDecode, ...missingOnPrefill])].sort(),
-      dropped,
-    );
-  }
+/** A failure as data (counting it is the caller's business: {@link Scheduler.selectPair} does, explain does not). */
+function failureOf(
+  code: SchedulingFailure['code'],
+  message: string,
+  missingCapabilities: readonly DispatchPlan[] = [],
+  filtered: Record<string, number> = {},
+): SchedulingFailure {
+  return { kind: 'failure', code, message, missingCapabilities, filtered };
+}
 
-  private unavailable(
-    dropped: Record<string, number>,
-    why: string,
-    code: SchedulingFailure['code'] = 'no_available_instance',
-  ): SchedulingFailure {
-    const reasons = Object.entries(dropped)
-      .map(([type, n]) => `${n} removed by ${type}`)
-      .join(', ');
-    return this.fail(code, reasons ? `${why} (${reasons})` : why, [], dropped);
-  }
+function incompatible(
+  prefillPlans: ReadonlySet<DispatchPlan>,
+  decodePlans: ReadonlySet<DispatchPlan>,
+  dropped: Record<string, number>,
+): SchedulingFailure {
+  const missingOnDecode = [...prefillPlans].filter((p) => !decodePlans.has(p)).sort();
+  const missingOnPrefill = [...decodePlans].filter((p) => !prefillPlans.has(p)).sort();
+  const parts: string[] = [];
+  if (prefillPlans.size === 0) parts.push('prefill instances advertise no dispatch plan');
+  if (decodePlans.size === 0) parts.push('decode instances advertise no dispatch plan');
+  if (missingOnDecode.length > 0) parts.push(`no decode instance supports ${missingOnDecode.join(' or ')}`);
+  if (missingOnPrefill.length > 0)
+    parts.push(`no prefill instance supports ${missingOnPrefill.join(' or ')}`);
+  const message =
+    `no compatible prefill/decode pair: ${parts.join('; ')} ` +
+    `(prefill offers ${planList(prefillPlans)}; decode offers ${planList(decodePlans)})`;
+  return failureOf(
+    'no_compatible_pair',
+    message,
+    [...new Set([...missingOnDecode, ...missingOnPrefill])].sort(),
+    dropped,
+  );
+}
 
-  private fail(
-    code: SchedulingFailure['code'],
-    message: string,
-    missingCapabilities: readonly DispatchPlan[],
-    filtered: Record<string, number>,
-  ): SchedulingFailure {
-    this.stats.failures[code] += 1;
-    return { kind: 'failure', code, message, missingCapabilities, filtered };
-  }
+function unavailable(
+  dropped: Record<string, number>,
+  why: string,
+  code: SchedulingFailure['code'] = 'no_available_instance',
+): SchedulingFailure {
+  const reasons = Object.entries(dropped)
+    .map(([type, n]) => `${n} removed by ${type}`)
+    .join(', ');
+  return failureOf(code, reasons ? `${why} (${reasons})` : why, [], dropped);
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { validateCoordinatorConfig } from '../config/coordinator-config.js';
-import { buildMotorDispatch } from '../protocol/index.js';
-import { StaticInstanceSource } from './instance-source.js';
+import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
+import { buildMotorDispatch } from '../../protocol/index.js';
+import { StaticInstanceSource } from '../instance-source.js';
 import { dispatchFor, type LegRole } from './leg-request.js';
-import type { Route } from './route-selection.js';
+import type { Route } from '../route.js';
 
 const [P, D, U] = new StaticInstanceSource(
   validateCoordinatorConfig({

@@ -1,5 +1,5 @@
-import type { MetaserverKvFields } from '../engine-adapters/index.js';
-import type { MotorError } from './motor-error.js';
+import type { MetaserverKvFields } from '../../engine-adapters/index.js';
+import type { MotorError } from '../motor-error.js';
 
 /** A direct-mode trigger attempt waiting for its decode engine to call the coordinator's metaserver. */
 export interface PendingTrigger {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { validateCoordinatorConfig } from '../config/coordinator-config.js';
-import { StaticInstanceSource, type Instance } from './instance-source.js';
-import { topologyReport } from './route-selection.js';
+import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
+import { StaticInstanceSource, type Instance } from '../instance-source.js';
+import { topologyReport } from './readiness.js';
 
 const H = { dispatchProfile: 'handoff' };
 const T = { dispatchProfile: 'trigger' };

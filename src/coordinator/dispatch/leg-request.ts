@@ -1,20 +1,12 @@
-import { stringifyWithBigInt } from '../common/json-bigint.js';
-import {
-  engineAdapterFor,
-  type BootstrapAddress,
-  type MetaserverKvFields,
-} from '../engine-adapters/index.js';
+import type { BootstrapAddress, MetaserverKvFields } from '../../engine-adapters/index.js';
 import {
   MOTOR_DISPATCH_SCHEMA_VERSION,
-  MOTOR_DISPATCH_KEY,
-  MOTOR_PREFILL_RESULT_KEY,
   type DispatchEndpoint,
   type MotorDispatch,
   type PrefillResult,
-} from '../protocol/index.js';
-import type { Instance } from './instance-source.js';
-import { MotorError } from './motor-error.js';
-import type { Route } from './route-selection.js';
+} from '../../protocol/index.js';
+import type { Instance } from '../instance-source.js';
+import type { Route } from '../route.js';
 
 /** Ids of one attempt (DESIGN.md §2). */
 export interface AttemptIds {
@@ -74,35 +66,10 @@ export interface LegInput {
   bootstrap?: BootstrapAddress | null;
 }
 
+/** One leg as sent: the serialised body and its headers (`x-request-id`, engine headers). */
 export interface LegRequest {
   body: string;
   headers: Record<string, string>;
-}
-
-/**
- * The HTTP body for one leg. `mode: proxy`: the client body plus the Motor envelope (the engine proxy
- * translates). `mode: direct`: engine-native fields built by the engine adapter.
- */
-export function buildLegRequest(instance: Instance, input: LegInput): LegRequest {
-  const headers = { 'x-request-id': input.dispatch.engine_request_id };
-  if (instance.mode === 'proxy') {
-    const body: Record<string, unknown> = { ...input.body, [MOTOR_DISPATCH_KEY]: input.dispatch };
-    if (input.prefillResult) body[MOTOR_PREFILL_RESULT_KEY] = input.prefillResult;
-    return { body: JSON.stringify(body), headers };
-  }
-  const adapter = engineAdapterFor(instance.engine);
-  const leg = adapter.legFor(input.dispatch);
-  if (!leg.ok) throw new MotorError('internal', `${instance.id}: ${leg.message}`);
-  const built = adapter.buildEngineRequest(leg.leg, {
-    body: input.body,
-    dispatch: input.dispatch,
-    prefillResult: input.prefillResult ?? null,
-    metaserverUrl: input.metaserverUrl ?? null,
-    triggerKv: input.triggerKv ?? null,
-    bootstrap: input.bootstrap ?? null,
-  });
-  if (!built.ok) throw new MotorError('internal', `${instance.id}: ${built.message}`);
-  return { body: stringifyWithBigInt(built.body), headers: { ...built.headers, ...headers } };
 }
 
 /** Where an SGLang prefill instance takes bootstrap connections (direct mode). */

@@ -1,17 +1,9 @@
-import { isPlainObject } from '../common/http.js';
-import { MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
-import { MotorError } from './motor-error.js';
+import { isPlainObject } from '../../common/http.js';
+import { MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../../protocol/index.js';
+import type { ApiKind, ClientRequest } from '../client-request.js';
+import { MotorError } from '../motor-error.js';
 
-export type ApiKind = 'chat' | 'completion';
-
-export interface ClientRequest {
-  kind: ApiKind;
-  body: Record<string, unknown>;
-  model: string;
-  stream: boolean;
-  /** The client asked for token ids (`return_token_ids`); otherwise they are stripped. */
-  wantsTokenIds: boolean;
-}
+export type { ApiKind, ClientRequest };
 
 /** Body keys a client may never send: they would steer engines (conformance 33). */
 export function forbiddenKey(key: string): boolean {

@@ -1,4 +1,4 @@
-import { isPlainObject } from '../common/http.js';
+import { isPlainObject } from '../../common/http.js';
 
 export interface ResponseRewrite {
   /** Cached prompt tokens reported by the prefill leg, merged into `usage.prompt_tokens_details`. */

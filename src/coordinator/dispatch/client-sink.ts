@@ -1,27 +1,22 @@
 import type { ServerResponse } from 'node:http';
-import { openAiError } from '../common/http.js';
-import type { MotorError } from './motor-error.js';
+import { openAiError } from '../../common/http.js';
+import type { MotorError } from '../motor-error.js';
 import { SSE_DONE_FRAME, sseErrorFrame } from './sse-relay.js';
 
 /**
  * The client side of one request. Knows whether the response is committed (status line sent) and
  * renders every ending: JSON body, engine 4xx passed through, stream end, or — after commit — one
- * SSE error frame then `data: [DONE]` (never a silently truncated 200).
+ * SSE error frame then `data: [DONE]` (never a silently truncated 200). The client going away is
+ * the request's cancellation (request-cancellation.ts).
  */
 export class ClientSink {
   committed = false;
-  /** Called once if the client goes away before the response ended. */
-  onGone: (() => void) | null = null;
 
   constructor(
     readonly res: ServerResponse,
     private readonly rootRequestId: string,
     private readonly stream: boolean,
-  ) {
-    res.once('close', () => {
-      if (!res.writableFinished) this.onGone?.();
-    });
-  }
+  ) {}
 
   commitStream(): void {
     this.committed = true;

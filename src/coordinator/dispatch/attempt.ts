@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import type { DispatchStopReason } from '../../protocol/index.js';
+import type { Instance, InstanceSource } from '../instance-source.js';
+import { MotorError } from '../motor-error.js';
+import type { Route } from '../route.js';
+import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
+import type { Upstreams } from '../upstream.js';
+import type { Cancellation } from './cancellation.js';
+import type { AttemptIds, LegInput, LegRole } from './leg-request.js';
+import type { LegTransport, LegTransports } from './leg-transport.js';
+import { Leg } from './leg.js';
+import type { Session } from './session.js';
+
+/** What an attempt needs from the coordinator; built once by the Dispatcher. */
+export interface AttemptServices {
+  readonly source: InstanceSource;
+  readonly scheduling: Pick<SchedulingAdapter, 'beginLeg' | 'unused'>;
+  readonly upstreams: Pick<Upstreams, 'request'>;
+  readonly transports: LegTransports;
+  readonly timeouts: { readonly firstTokenMs: number; readonly idleMs: number };
+  /** Tells the engines of a failed attempt to stop its legs (stop-legs.ts). */
+  readonly stopLegs: (attempt: Attempt, reason: DispatchStopReason) => void;
+}
+
+/** One attempt: a route, fresh ids, its legs, and the one place failures stop both legs. */
+export class Attempt {
+  readonly ids: AttemptIds;
+  readonly legs: Leg[] = [];
+  /** Child of the request's cancellation: failing the attempt cancels only this one. */
+  readonly cancellation: Cancellation;
+  /** The prefill leg failed (for the prefill-failure policy). */
+  prefillFailed = false;
+  /** From the scheduling decision: prompt tokens expected cached on the prefill side. */
+  private readonly cachedPromptTokens: number;
+  /** The instances the scheduler picked (forced routes: none). */
+  private readonly picked: readonly Instance[];
+  private watchdog: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly services: AttemptServices,
+    readonly session: Session,
+    readonly route: Route,
+    seq: number,
+    selection: Selection | null,
+  ) {
+    this.ids = {
+      rootRequestId: session.rootRequestId,
+      engineRequestId: `${session.rootRequestId}#a${seq}`,
+      pairId: randomUUID(),
+      attemptSeq: seq,
+    };
+    this.cachedPromptTokens = selection?.cachedPromptTokens ?? 0;
+    this.picked = selection?.picked ?? [];
+    this.cancellation = session.cancellation.child();
+    this.cancellation.onCancel((err, reason) => this.stop(err, reason));
+    const { firstTokenMs } = services.timeouts;
+    // Non-stream responses arrive whole: the watchdog then covers the prefill leg only (none for single).
+    if (firstTokenMs > 0 && (session.client.stream || route.kind === 'pd')) {
+      this.watchdog = setTimeout(
+        () =>
+          this.fail(
+            new MotorError(
+              'first_token_timeout',
+              `no first token within ${firstTokenMs} ms (attempt ${seq})`,
+            ),
+            'timeout',
+          ),
+        firstTokenMs,
+      );
+    }
+  }
+
+  /** The failure the attempt ended with (its own, or the request's cancellation); null while it runs. */
+  get failure(): MotorError | null {
+    return this.cancellation.reason;
+  }
+
+  transportFor(instance: Instance): LegTransport {
+    return this.services.transports.for(instance);
+  }
+
+  /** Starts a leg's HTTP request; `leg.response` resolves with the response headers. */
+  open(instance: Instance, role: LegRole, input: LegInput): Leg {
+    const { source, transports, scheduling, upstreams } = this.services;
+    const transport = transports.for(instance);
+    const request = transport.request(instance, input);
+    const claim = source.acquire ? source.acquire(instance) : () => {};
+    const leg = new Leg(instance, role, transport, claim);
+    this.legs.push(leg);
+    leg.tracking = scheduling.beginLeg(
+      instance,
+      role,
+      this.session.schedulingRequest,
+      this.cachedPromptTokens,
+    );
+    leg.obs = this.session.obs.legStart(role, instance.id, request.headers);
+    if (claim === undefined) {
+      // Drained or paused since the route was picked: no new work; a retry picks another instance.
+      leg.response = Promise.reject(
+        new MotorError('instance_withdrawn', `instance ${instance.id} no longer takes new work`, {
+          instanceId: instance.id,
+        }),
+      );
+    } else {
+      leg.response = upstreams.request(instance, {
+        path: this.session.path,
+        body: request.body,
+        headers: request.headers,
+        signal: leg.ctl,
+      });
+      leg.response.then(
+        () => source.reportSuccess?.(instance),
+        (err: unknown) => {
+          if (!leg.ctl.aborted) source.reportFailure?.(instance, (err as Error).message);
+        },
+      );
+    }
+    leg.response.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
+    if (this.failure) leg.ctl.abort();
+    return leg;
+  }
+
+  /** First byte reached the client: the first-token watchdog becomes the idle watchdog. */
+  committed(): void {
+    this.session.obs.committed();
+    for (const leg of this.legs) leg.tracking?.firstToken();
+    this.clearWatchdog();
+    const { idleMs } = this.services.timeouts;
+    if (idleMs > 0) {
+      this.watchdog = setTimeout(
+        () => this.fail(new MotorError('idle_timeout', `no stream data for ${idleMs} ms`), 'timeout'),
+        idleMs,
+      );
+    }
+  }
+
+  /** Non-stream: the prefill leg is done, the rest is bounded by the overall deadline. */
+  prefillDone(): void {
+    if (this.session.client.stream) return;
+    this.clearWatchdog();
+  }
+
+  /** A stream chunk arrived: re-arm the idle watchdog (no allocation). */
+  touch(): void {
+    this.watchdog?.refresh();
+  }
+
+  /** Fails the attempt once (later calls are no-ops): every open leg is aborted and its engine stopped. */
+  fail(err: MotorError, reason: DispatchStopReason): void {
+    this.cancellation.cancel(err, reason);
+  }
+
+  /** A failure before the first byte reached the client: the attempt's failure (it may be retried). */
+  failBeforeCommit(err: MotorError): MotorError {
+    this.fail(err, 'peer_failed');
+    return this.failure ?? err;
+  }
+
+  /** Ends the attempt's bookkeeping (legs released, timers cleared, detached from the request). */
+  finish(): void {
+    this.clearWatchdog();
+    this.cancellation.release();
+    const failure = this.failure;
+    for (const leg of this.legs) leg.obs.end(failure?.code ?? null);
+    for (const leg of this.legs) leg.release(failure);
+    for (const instance of this.picked)
+      if (!this.legs.some((leg) => leg.instance === instance)) this.services.scheduling.unused(instance);
+  }
+
+  /** The cancellation's first listener: closes every leg's socket and stops the engines' work. */
+  private stop(err: MotorError, reason: DispatchStopReason): void {
+    this.session.obs.attemptFailed(err.code, reason);
+    this.clearWatchdog();
+    for (const leg of this.legs) leg.ctl.abort();
+    this.services.stopLegs(this, reason);
+  }
+
+  private clearWatchdog(): void {
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = null;
+  }
+}

@@ -1,0 +1,107 @@
+import type { Logger } from '../../common/logger.js';
+import type { PrefillResult } from '../../protocol/index.js';
+import { MotorError } from '../motor-error.js';
+import type { PdRoute } from '../route.js';
+import type { Attempt } from './attempt.js';
+import { relayDecode, type PrefillOutcome } from './decode-relay.js';
+import { bootstrapAddressOf, dispatchFor, prefillShapedBody, type LegInput } from './leg-request.js';
+import { awaitPrefill, prefillCompleted } from './prefill-result.js';
+import type { TriggerRegistry } from './trigger-registry.js';
+
+export interface ConcurrentFlowDeps {
+  triggers: TriggerRegistry;
+  log: Logger;
+}
+
+/**
+ * Trigger (vLLM Mooncake layer-wise) and bootstrap (SGLang): both legs at once (`concurrent_engine_sync`),
+ * the engines meet on their own. The decode leg is relayed; a prefill failure before commit fails the
+ * attempt, after commit it is only logged (the decode already streams).
+ */
+export async function runConcurrent(
+  attempt: Attempt,
+  route: PdRoute,
+  deps: ConcurrentFlowDeps,
+): Promise<MotorError | null> {
+  const { session, ids } = attempt;
+  const flow = route.flow;
+  const bootstrap = flow === 'bootstrap' ? bootstrapAddressOf(route.prefill) : null;
+  const prefillInput: LegInput = {
+    body: prefillShapedBody(session.client.body),
+    dispatch: dispatchFor(ids, 'prefill', route),
+    bootstrap,
+  };
+  const metaserverUrl =
+    flow === 'trigger' ? attempt.transportFor(route.prefill).triggerMetaserverUrl() : null;
+  const prefillDone =
+    metaserverUrl !== null
+      ? prefillOnMetaserverCall(attempt, route, prefillInput, deps.triggers)
+      : sendPrefill(attempt, route, prefillInput);
+  try {
+    const decodeLeg = attempt.open(route.decode, 'decode', {
+      body: session.client.body,
+      dispatch: dispatchFor(ids, 'decode', route),
+      metaserverUrl,
+      bootstrap,
+    });
+    void prefillDone.then((r) => prefillSettled(attempt, r, deps.log));
+    // Trigger through engine proxies: the prefill side answers `prepared` at once; both legs must be
+    // accepted before commit.
+    const gate = flow === 'trigger' && metaserverUrl === null ? prefillDone : null;
+    return await relayDecode(attempt, decodeLeg, gate, session.client.stream ? null : prefillDone);
+  } finally {
+    if (metaserverUrl !== null) deps.triggers.remove(ids.engineRequestId);
+  }
+}
+
+function sendPrefill(attempt: Attempt, route: PdRoute, input: LegInput): PrefillOutcome {
+  const leg = attempt.open(route.prefill, 'prefill', input);
+  return awaitPrefill(attempt, leg, route.flow).then((r) => {
+    leg.end(r instanceof MotorError ? r : null);
+    return r;
+  });
+}
+
+/**
+ * A stock vLLM prefill has no metaserver: the coordinator serves it (gateway `POST /v1/metaserver`)
+ * and runs the prefill leg when the decode engine's connector calls with its KV fields.
+ */
+function prefillOnMetaserverCall(
+  attempt: Attempt,
+  route: PdRoute,
+  input: LegInput,
+  triggers: TriggerRegistry,
+): PrefillOutcome {
+  return new Promise((resolve) => {
+    triggers.register(attempt.ids.engineRequestId, {
+      fail: (err) => attempt.fail(err, 'peer_failed'),
+      run: async (fields) => {
+        const leg = attempt.open(route.prefill, 'prefill', { ...input, triggerKv: fields });
+        const result = await awaitPrefill(attempt, leg, 'trigger');
+        leg.end(result instanceof MotorError ? result : null);
+        resolve(result);
+        if (result instanceof MotorError) {
+          return { status: result.reply?.status ?? 502, body: { error: { message: result.message } } };
+        }
+        return { status: 200, body: { status: 'ok', request_id: fields.request_id } };
+      },
+    });
+    attempt.cancellation.onCancel((err) => resolve(err));
+  });
+}
+
+/** The prefill leg's outcome: a failure stops both legs unless the decode already streams. */
+function prefillSettled(attempt: Attempt, r: PrefillResult | MotorError, log: Logger): void {
+  if (!(r instanceof MotorError)) {
+    prefillCompleted(attempt, r);
+    return;
+  }
+  // Stopped because the decode leg failed first: the decode's own answer carries the error.
+  if (r.stoppedByPeer) return;
+  if (!attempt.session.sink.committed) attempt.fail(r, 'peer_failed');
+  else
+    log.warn(
+      { root_request_id: attempt.ids.rootRequestId, err: r.message },
+      'prefill leg failed after commit',
+    );
+}

@@ -1,0 +1,83 @@
+import { stringifyWithBigInt } from '../../common/json-bigint.js';
+import { engineAdapterFor, type LegKind } from '../../engine-adapters/index.js';
+import { buildPrefillResult, type PrefillResult } from '../../protocol/index.js';
+import type { Instance } from '../instance-source.js';
+import { MotorError } from '../motor-error.js';
+import type { PdFlow } from '../route.js';
+import type { AttemptIds, LegInput, LegRequest } from './leg-request.js';
+import {
+  prefillProtocolError,
+  type LegTransport,
+  type StopOrder,
+  type TransportDeps,
+} from './leg-transport.js';
+
+const PREFILL_LEG: Record<PdFlow, LegKind> = {
+  handoff: 'handoff_prefill',
+  trigger: 'trigger_prefill',
+  bootstrap: 'bootstrap_prefill',
+};
+
+/**
+ * Legs to a stock engine: engine-native fields from its adapter (src/engine-adapters/); the
+ * coordinator serves the trigger metaserver itself; stopping is closing the connection plus the
+ * adapter's abort call, if it has one.
+ */
+export class DirectTransport implements LegTransport {
+  constructor(private readonly deps: TransportDeps) {}
+
+  request(instance: Instance, input: LegInput): LegRequest {
+    const adapter = engineAdapterFor(instance.engine);
+    const leg = adapter.legFor(input.dispatch);
+    if (!leg.ok) throw new MotorError('internal', `${instance.id}: ${leg.message}`);
+    const built = adapter.buildEngineRequest(leg.leg, {
+      body: input.body,
+      dispatch: input.dispatch,
+      prefillResult: input.prefillResult ?? null,
+      metaserverUrl: input.metaserverUrl ?? null,
+      triggerKv: input.triggerKv ?? null,
+      bootstrap: input.bootstrap ?? null,
+    });
+    if (!built.ok) throw new MotorError('internal', `${instance.id}: ${built.message}`);
+    return {
+      body: stringifyWithBigInt(built.body),
+      headers: { ...built.headers, 'x-request-id': input.dispatch.engine_request_id },
+    };
+  }
+
+  /** The engine's own prefill answer, reduced by its adapter and wrapped as a completed PrefillResult. */
+  prefillResult(
+    instance: Instance,
+    json: unknown,
+    ids: AttemptIds,
+    flow: PdFlow,
+  ): PrefillResult | MotorError {
+    const parsed = engineAdapterFor(instance.engine).parsePrefillResponse(PREFILL_LEG[flow], json);
+    if (!parsed.ok) return prefillProtocolError(instance, parsed.message);
+    return buildPrefillResult({
+      root_request_id: ids.rootRequestId,
+      engine_request_id: ids.engineRequestId,
+      pair_id: ids.pairId,
+      attempt_seq: ids.attemptSeq,
+      status: 'completed',
+      handoff_mode: flow,
+      payload: parsed.payload,
+      usage: parsed.usage,
+    });
+  }
+
+  /** Closing the connection (the leg abort) is how vLLM aborts; SGLang also gets its abort call. */
+  stop(instance: Instance, order: StopOrder): void {
+    if (!order.opened(instance)) return;
+    order.obs.stopResult(order.reason, 'connection_closed');
+    const plan = engineAdapterFor(instance.engine).abortPlan(order.ids.engineRequestId);
+    if (plan.request) {
+      const { upstreams, stopMs } = this.deps;
+      void upstreams.postJson(instance, plan.request.path, JSON.stringify(plan.request.body), stopMs);
+    }
+  }
+
+  triggerMetaserverUrl(): string {
+    return `${this.deps.publicUrl()}/v1/metaserver`;
+  }
+}

@@ -1,0 +1,285 @@
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
+import type { Dispatcher as UndiciDispatcher } from 'undici';
+import { createLogger } from '../../common/logger.js';
+import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
+import type { MetaserverKvFields } from '../../engine-adapters/index.js';
+import type { DispatchObserver, RequestObserver } from '../../observability/dispatch-observer.js';
+import type { ClientRequest } from '../client-request.js';
+import { StaticInstanceSource, type Instance } from '../instance-source.js';
+import { SchedulingAdapter } from '../scheduling-adapter.js';
+import type { UpstreamRequest, Upstreams } from '../upstream.js';
+import { Dispatcher } from './dispatcher.js';
+import { RequestCancellation } from './request-cancellation.js';
+import { TriggerRegistry } from './trigger-registry.js';
+
+/**
+ * Test harness for the dispatch flows, in process: the Dispatcher over scripted fake engines (no
+ * engine sockets), the client side on a loopback HTTP server. Used by the dispatch unit tests.
+ */
+
+/** One leg as a fake engine received it. */
+export interface LegCall {
+  instanceId: string;
+  path: string;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  /** The envelope's role (proxy mode) or the leg's position (direct mode has no envelope). */
+  role: string | undefined;
+  /** Set when the coordinator aborted the leg (closed its connection). */
+  aborted: boolean;
+  /** What the engine script answered. */
+  reply: Promise<EngineReply>;
+}
+
+/** What a fake engine does with one leg. */
+export type EngineReply =
+  | { kind: 'json'; status?: number; body: unknown; contentType?: string }
+  /** Frames as `data: …` payloads; `end`: `done` adds `[DONE]`, `truncate` just ends, `error` resets, `hang` stays open. */
+  | { kind: 'sse'; frames: readonly string[]; end?: 'done' | 'truncate' | 'error' | 'hang'; gapMs?: number }
+  | { kind: 'refuse' }
+  | { kind: 'hang' };
+
+export type EngineScript = (call: LegCall, harness: DispatchHarness) => EngineReply | Promise<EngineReply>;
+
+export interface ObservedEvent {
+  event: 'attemptFailed' | 'retry' | 'stopResult' | 'end';
+  args: unknown[];
+}
+
+export interface ClientReply {
+  status: number;
+  headers: IncomingMessage['headers'];
+  text: string;
+}
+
+type ResponseData = UndiciDispatcher.ResponseData;
+
+export class DispatchHarness {
+  readonly calls: LegCall[] = [];
+  /** Stop and abort calls (`postJson`): instance, path and parsed body. */
+  readonly stops: Array<{ instanceId: string; path: string; body: Record<string, unknown> }> = [];
+  readonly events: ObservedEvent[] = [];
+  readonly triggers = new TriggerRegistry();
+  readonly source: StaticInstanceSource;
+  readonly dispatcher: Dispatcher;
+  private server: Server | null = null;
+  private url = '';
+  private served: Promise<void> = Promise.resolve();
+  private readonly waiters: Array<() => void> = [];
+
+  constructor(
+    config: Record<string, unknown>,
+    private readonly engines: Record<string, EngineScript>,
+  ) {
+    const resolved = validateCoordinatorConfig({
+      ...config,
+      retry: { baseDelayMs: 1, maxDelayMs: 2, ...(config.retry as object) },
+      scheduling: { seed: 1, ...(config.scheduling as object) },
+    });
+    this.source = new StaticInstanceSource(resolved.instances);
+    const upstreams = this.fakeUpstreams() as Upstreams;
+    const log = createLogger('dispatch-test', 'silent');
+    this.dispatcher = new Dispatcher({
+      config: resolved,
+      source: this.source,
+      scheduling: new SchedulingAdapter(resolved.scheduling, { source: this.source, upstreams, log }),
+      upstreams,
+      triggers: this.triggers,
+      log,
+      observer: this.observer(),
+      publicUrl: () => 'http://coordinator.test',
+    });
+  }
+
+  /** Legs received by one instance. */
+  callsTo(instanceId: string): LegCall[] {
+    return this.calls.filter((c) => c.instanceId === instanceId);
+  }
+
+  /** Resolves once `instanceId` has received `n` legs. */
+  async received(instanceId: string, n = 1): Promise<void> {
+    while (this.callsTo(instanceId).length < n) await new Promise<void>((r) => this.waiters.push(r));
+  }
+
+  /** Direct trigger: what the decode engine's connector does, the gateway's `/v1/metaserver` part. */
+  async callMetaserver(call: LegCall): Promise<{ status: number; body: unknown }> {
+    const requestId = call.headers['x-request-id']!;
+    const entry = await this.triggers.take(requestId, 1000);
+    if (entry === null) return { status: 404, body: null };
+    return entry.run(kvFields(requestId));
+  }
+
+  /**
+   * Sends one chat request through a loopback server into `Dispatcher.serve`, and resolves when the
+   * dispatcher is done with it. `disconnect`: the client goes away once that instance got its leg.
+   */
+  async send(body: Record<string, unknown>, disconnect?: string): Promise<ClientReply | null> {
+    const url = await this.listen();
+    const payload = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...body });
+    const req = httpRequest(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
+    req.on('error', () => {});
+    req.end(payload);
+    if (disconnect !== undefined) {
+      await this.received(disconnect);
+      req.destroy();
+      await new Promise((r) => setImmediate(r)); // let the server see the close
+      await this.served;
+      return null;
+    }
+    const [res] = (await once(req, 'response')) as [IncomingMessage];
+    let text = '';
+    res.setEncoding('utf8');
+    for await (const chunk of res) text += chunk as string;
+    await this.served;
+    return { status: res.statusCode ?? 0, headers: res.headers, text };
+  }
+
+  /** Events the observer saw, by name. */
+  observed(event: ObservedEvent['event']): unknown[][] {
+    return this.events.filter((e) => e.event === event).map((e) => e.args);
+  }
+
+  async close(): Promise<void> {
+    if (!this.server) return;
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server!.close(r));
+  }
+
+  private async listen(): Promise<string> {
+    if (this.server) return this.url;
+    this.server = createServer((req, res) => {
+      let served!: () => void;
+      this.served = new Promise((r) => (served = r));
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>;
+        // (the gateway validated it; dispatch does not import the gateway)
+        const client: ClientRequest = {
+          kind: 'chat',
+          body,
+          model: String(body.model),
+          stream: body.stream === true,
+          wantsTokenIds: body.return_token_ids === true,
+        };
+        const cancellation = new RequestCancellation(res);
+        void this.dispatcher
+          .serve(client, 'req-t', '/v1/chat/completions', res, {}, cancellation)
+          .finally(served);
+      });
+    });
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  private observer(): DispatchObserver {
+    const record =
+      (event: ObservedEvent['event']) =>
+      (...args: unknown[]): void => {
+        this.events.push({ event, args });
+      };
+    const request: RequestObserver = {
+      attempt() {},
+      legStart: () => ({ firstByte() {}, end() {} }),
+      chunk() {},
+      committed() {},
+      attemptFailed: record('attemptFailed'),
+      retry: record('retry'),
+      stopResult: record('stopResult'),
+      end: record('end'),
+    };
+    return { requestStart: () => request };
+  }
+
+  private fakeUpstreams(): Pick<Upstreams, 'request' | 'postJson'> {
+    return {
+      request: (instance, req) => this.leg(instance as Instance, req),
+      postJson: async (instance, path, body) => {
+        this.stops.push({ instanceId: (instance as Instance).id, path, body: JSON.parse(body) });
+        return { status: 200, text: '{"state":"stopped"}' };
+      },
+    };
+  }
+
+  /** One upstream request: the engine script decides; an abort closes it like undici does. */
+  private leg(instance: Instance, req: UpstreamRequest): Promise<ResponseData> {
+    const body = JSON.parse(req.body ?? '{}') as Record<string, unknown>;
+    const envelope = body._motor_dispatch as { role?: string } | undefined;
+    const call: LegCall = {
+      instanceId: instance.id,
+      path: req.path,
+      body,
+      headers: req.headers ?? {},
+      role: envelope?.role,
+      aborted: false,
+      reply: Promise.resolve({ kind: 'hang' }),
+    };
+    call.reply = Promise.resolve().then(() => this.engines[instance.id]!(call, this));
+    this.calls.push(call);
+    for (const wake of this.waiters.splice(0)) wake();
+    const signal = req.signal as unknown as { once(e: 'abort', f: () => void): void };
+    return new Promise<ResponseData>((resolve, reject) => {
+      let stream: PassThrough | null = null;
+      signal.once('abort', () => {
+        call.aborted = true;
+        const err = Object.assign(new Error('This operation was aborted'), { code: 'UND_ERR_ABORTED' });
+        if (stream)
+          stream.on('error', () => {}).destroy(err); // as undici does
+        else reject(err);
+      });
+      void call.reply.then((reply) => {
+        if (call.aborted || reply.kind === 'hang') return;
+        if (reply.kind === 'refuse') {
+          reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+          return;
+        }
+        stream = new PassThrough();
+        const status = reply.kind === 'json' ? (reply.status ?? 200) : 200;
+        const contentType =
+          reply.kind === 'json' ? (reply.contentType ?? 'application/json') : 'text/event-stream';
+        resolve({ statusCode: status, headers: { 'content-type': contentType }, body: stream } as never);
+        void play(stream, reply);
+      });
+    });
+  }
+}
+
+async function play(stream: PassThrough, reply: Exclude<EngineReply, { kind: 'refuse' | 'hang' }>) {
+  await new Promise((r) => setImmediate(r)); // the coordinator attaches its listeners first
+  if (reply.kind === 'json') {
+    stream.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
+    return;
+  }
+  for (const frame of reply.frames) {
+    if (stream.destroyed) return;
+    stream.write(`data: ${frame}\n\n`);
+    await new Promise((r) => setTimeout(r, reply.gapMs ?? 0));
+  }
+  if (stream.destroyed) return;
+  const end = reply.end ?? 'done';
+  if (end === 'done') stream.end('data: [DONE]\n\n');
+  else if (end === 'truncate') stream.end();
+  else if (end === 'error')
+    stream.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+}
+
+function kvFields(requestId: string): MetaserverKvFields {
+  return {
+    request_id: requestId,
+    do_remote_decode: true,
+    remote_block_ids: [1, 2],
+    remote_block_size: 16,
+    remote_engine_id: 'decode-engine',
+    remote_host: '10.0.0.2',
+    remote_port: 7000,
+    remote_cached_tokens: 0,
+  };
+}

@@ -1,0 +1,187 @@
+import type { ServerResponse } from 'node:http';
+import type { Logger } from '../../common/logger.js';
+import type { CoordinatorConfig } from '../../config/coordinator-config.js';
+import {
+  noopDispatchObserver,
+  routeSummary,
+  type DispatchObserver,
+} from '../../observability/dispatch-observer.js';
+import type { ClientRequest } from '../client-request.js';
+import type { InstanceSource } from '../instance-source.js';
+import { MotorError } from '../motor-error.js';
+import type { Route } from '../route.js';
+import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
+import type { Upstreams } from '../upstream.js';
+import { Attempt, type AttemptServices } from './attempt.js';
+import { backoffDelayMs } from './backoff.js';
+import { ClientSink } from './client-sink.js';
+import { runConcurrent, type ConcurrentFlowDeps } from './concurrent-flow.js';
+import { runHandoff } from './handoff-flow.js';
+import { LegTransports } from './leg-transport.js';
+import { RequestCancellation } from './request-cancellation.js';
+import type { Session } from './session.js';
+import { runSingle } from './single-flow.js';
+import { stopLegs } from './stop-legs.js';
+import type { TriggerRegistry } from './trigger-registry.js';
+
+export interface DispatcherDeps {
+  config: CoordinatorConfig;
+  source: InstanceSource;
+  /** Pair selection, load tracking, circuit breakers (the scheduling library). */
+  scheduling: SchedulingAdapter;
+  upstreams: Upstreams;
+  triggers: TriggerRegistry;
+  log: Logger;
+  /** Metrics, tracing, access log, dashboard (default: none). */
+  observer?: DispatchObserver;
+  /** Base URL engines use to reach this coordinator (direct trigger metaserver). */
+  publicUrl: () => string;
+}
+
+/** Where the next attempt goes: instances to avoid, or a route the prefill-failure policy forces. */
+interface RetryPlan {
+  readonly exclude: Set<string>;
+  forced: Route | null;
+  /** The last failure seen (an earlier attempt's, when a retry then succeeded). */
+  lastError: MotorError | null;
+}
+
+/**
+ * Runs client requests as attempts over P/D pairs (DESIGN.md §2–3): the attempt loop, retries with
+ * backoff, and the prefill-failure policy. Each attempt runs one flow (single, handoff, concurrent).
+ */
+export class Dispatcher {
+  private readonly services: AttemptServices;
+  private readonly flowDeps: ConcurrentFlowDeps;
+
+  constructor(readonly deps: DispatcherDeps) {
+    const { config, source, scheduling, upstreams, log, publicUrl } = deps;
+    const transports = new LegTransports({ upstreams, stopMs: config.timeouts.stopMs, log, publicUrl });
+    this.services = {
+      source,
+      scheduling,
+      upstreams,
+      transports,
+      timeouts: config.timeouts,
+      stopLegs: (attempt, reason) => stopLegs(attempt, reason, transports, log),
+    };
+    this.flowDeps = { triggers: deps.triggers, log };
+  }
+
+  async serve(
+    client: ClientRequest,
+    rootRequestId: string,
+    path: string,
+    res: ServerResponse,
+    /** Session affinity key (`x-session-id`) and API key (rate limiting) of the client request. */
+    meta: { sessionKey?: string; apiKey?: string } = {},
+    /** The request's cancellation (the gateway makes it before admission). */
+    cancellation: RequestCancellation = new RequestCancellation(res),
+  ): Promise<void> {
+    const { config, scheduling } = this.deps;
+    const session: Session = {
+      rootRequestId,
+      client,
+      path,
+      sink: new ClientSink(res, rootRequestId, client.stream),
+      cancellation,
+      obs: (this.deps.observer ?? noopDispatchObserver).requestStart({
+        rootRequestId,
+        path,
+        model: client.model,
+        stream: client.stream,
+        headers: res.req.headers,
+      }),
+      schedulingRequest: scheduling.requestFor(client, meta),
+      rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
+    };
+    cancellation.startDeadline(config.timeouts.totalMs);
+    const plan: RetryPlan = { exclude: new Set(), forced: null, lastError: null };
+    try {
+      for (let seq = 1; seq <= config.retry.maxAttempts; seq++) {
+        if (seq > 1) await cancellation.sleep(backoffDelayMs(seq, config.retry));
+        if (cancellation.cancelled) break;
+        const attempt = this.nextAttempt(session, plan, seq);
+        if (attempt === null) break;
+        const outcome = await this.run(attempt);
+        if (outcome === null) return;
+        plan.lastError = outcome;
+        if (!this.retryAfter(attempt, outcome, plan)) break;
+      }
+      this.fail(session, plan);
+    } finally {
+      cancellation.close();
+      session.obs.end(res.statusCode, plan.lastError?.code ?? null);
+    }
+  }
+
+  /** The next attempt on a route the scheduler picks (or the forced one); null when none exists. */
+  private nextAttempt(session: Session, plan: RetryPlan, seq: number): Attempt | null {
+    let selection: Selection | null = null;
+    try {
+      if (!plan.forced)
+        selection = this.deps.scheduling.select(
+          this.deps.source.routable(),
+          session.schedulingRequest,
+          plan.exclude,
+        );
+    } catch (err) {
+      plan.lastError = err instanceof MotorError ? err : new MotorError('internal', String(err));
+      return null;
+    }
+    const route = plan.forced ?? selection!.route;
+    const attempt = new Attempt(this.services, session, route, seq, selection);
+    session.obs.attempt(seq, routeSummary(route));
+    return attempt;
+  }
+
+  /** Runs one attempt's flow; null = the response was delivered (or ended after commit), else the failure. */
+  private async run(attempt: Attempt): Promise<MotorError | null> {
+    try {
+      const { route } = attempt;
+      if (route.kind === 'single') return await runSingle(attempt, route);
+      if (route.flow === 'handoff') return await runHandoff(attempt, route);
+      return await runConcurrent(attempt, route, this.flowDeps);
+    } catch (err) {
+      const outcome = err instanceof MotorError ? err : new MotorError('internal', (err as Error).message);
+      attempt.fail(outcome, 'other');
+      return outcome;
+    } finally {
+      attempt.finish();
+    }
+  }
+
+  /** Whether a failed attempt gets a successor (and where it should go). */
+  private retryAfter(attempt: Attempt, outcome: MotorError, plan: RetryPlan): boolean {
+    const { session, route } = attempt;
+    if (session.sink.committed || session.cancellation.cancelled || !outcome.retryable) return false;
+    this.deps.log.warn(
+      {
+        root_request_id: session.rootRequestId,
+        attempt_seq: attempt.ids.attemptSeq,
+        code: outcome.code,
+        err: outcome.message,
+      },
+      'attempt failed before the first byte; retrying',
+    );
+    session.obs.retry(attempt.ids.attemptSeq, outcome.code);
+    if (outcome.instanceId) plan.exclude.add(outcome.instanceId);
+    if (attempt.prefillFailed && route.kind === 'pd') {
+      const policy = this.deps.config.dispatch.prefillFailurePolicy;
+      if (policy === 'error') return false;
+      if (policy === 'fallback-decode-only')
+        plan.forced = { kind: 'single', instance: route.decode, degraded: true };
+    }
+    return true;
+  }
+
+  /** No attempt delivered: the client gets the last failure (the deadline's, when it passed). */
+  private fail(session: Session, plan: RetryPlan): void {
+    const { cancellation } = session;
+    if (cancellation.deadlineHit && plan.lastError?.code !== 'deadline_exceeded')
+      plan.lastError = cancellation.reason;
+    plan.lastError ??= cancellation.reason;
+    if (!cancellation.clientGone)
+      session.sink.fail(plan.lastError ?? new MotorError('internal', 'no attempt was made'));
+  }
+}

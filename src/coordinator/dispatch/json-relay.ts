@@ -1,0 +1,53 @@
+import { isPlainObject } from '../../common/http.js';
+import { MotorError } from '../motor-error.js';
+import { readAll } from '../upstream.js';
+import type { Attempt } from './attempt.js';
+import type { PrefillOutcome } from './decode-relay.js';
+import type { Leg, ResponseData } from './leg.js';
+import { needsRewrite, rewriteResponseObject, withoutTrailingNullKv } from './sse-relay.js';
+
+/**
+ * A non-stream answer: read whole, then relayed as the engine's bytes when nothing needs changing
+ * (no parse, no stringify), else parsed, rewritten and serialised once.
+ */
+export async function relayJson(
+  attempt: Attempt,
+  leg: Leg,
+  res: ResponseData,
+  waitPrefill: PrefillOutcome | null,
+): Promise<MotorError | null> {
+  const { session } = attempt;
+  let body: Buffer;
+  try {
+    body = await readAll(res.body);
+  } catch (err) {
+    return attempt.failure ?? attempt.failBeforeCommit(leg.connectionError(err));
+  }
+  leg.obs.firstByte();
+  if (waitPrefill) await waitPrefill;
+  if (attempt.failure) return attempt.failure;
+  let asIs = !needsRewrite(body, session.rewrite);
+  if (!asIs) {
+    const cut = withoutTrailingNullKv(body);
+    if (cut !== null && !needsRewrite(cut, session.rewrite)) [body, asIs] = [cut, true];
+  }
+  if (asIs) {
+    attempt.committed();
+    session.sink.sendBytes(200, body, String(res.headers['content-type'] ?? 'application/json'));
+    return null;
+  }
+  let obj: unknown;
+  try {
+    obj = JSON.parse(body.toString('utf8'));
+  } catch {
+    return attempt.failBeforeCommit(
+      new MotorError('protocol_error', `${leg.role} instance ${leg.instance.id} answered invalid JSON`, {
+        instanceId: leg.instance.id,
+      }),
+    );
+  }
+  if (isPlainObject(obj)) rewriteResponseObject(obj, session.rewrite);
+  attempt.committed();
+  session.sink.sendJson(200, obj);
+  return null;
+}

@@ -1,0 +1,89 @@
+import { MotorError } from '../motor-error.js';
+import type { Attempt } from './attempt.js';
+import type { Leg, ResponseData } from './leg.js';
+import { SseRelay } from './sse-relay.js';
+
+/**
+ * A stream answer, chunk by chunk: the first forwarded bytes commit the response; after that a failure
+ * ends it with one error frame (unless the engine sent its own) and `data: [DONE]`, never a silently
+ * truncated 200. Per chunk: one `SseRelay.push` (usually the same Buffer back), one socket write.
+ */
+export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Promise<MotorError | null> {
+  const { session } = attempt;
+  const { sink } = session;
+  const relay = new SseRelay(session.rewrite);
+  const body = res.body;
+  return new Promise<MotorError | null>((resolve) => {
+    let settled = false;
+    const settle = (err: MotorError | null): void => {
+      if (settled) return;
+      settled = true;
+      if (err === null) {
+        sink.endStream();
+        resolve(null);
+        return;
+      }
+      if (!sink.committed) {
+        resolve(attempt.failBeforeCommit(err));
+        return;
+      }
+      // After commit: stop both legs, one error frame (unless the engine sent its own), [DONE].
+      attempt.fail(
+        err,
+        err.code === 'idle_timeout' || err.code === 'deadline_exceeded' ? 'timeout' : 'peer_failed',
+      );
+      const final = attempt.failure ?? err;
+      if (!session.cancellation.clientGone) sink.streamError(relay.upstreamError !== null ? null : final);
+      resolve(null);
+    };
+    attempt.cancellation.onCancel((err) => {
+      body.destroy();
+      settle(err);
+    });
+    body.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      const out = relay.push(chunk);
+      // The engine's [DONE] (with no error before it) ends the answer: the last frames and our
+      // terminator leave in one socket write instead of waiting for the upstream's end of body.
+      const last = relay.sawDone && relay.upstreamError === null;
+      if (out !== null) {
+        session.obs.chunk(out);
+        if (!sink.committed) {
+          leg.obs.firstByte();
+          sink.commitStream();
+          attempt.committed();
+        } else {
+          attempt.touch();
+        }
+        if (last) sink.res.cork();
+        if (!sink.write(out) && !last) {
+          body.pause();
+          sink.res.once('drain', () => body.resume());
+        }
+      }
+      if (last) {
+        settle(null);
+        if (out !== null) sink.res.uncork();
+      }
+    });
+    body.on('end', () => settle(endOfBody(relay, leg)));
+    body.on('error', (err) => settle(attempt.failure ?? leg.connectionError(err)));
+  });
+}
+
+/** The upstream body ended: fine after `[DONE]`, else the engine's error frame or a truncated stream. */
+function endOfBody(relay: SseRelay, leg: Leg): MotorError | null {
+  if (relay.upstreamError !== null) {
+    return new MotorError('engine_error', `decode engine stream failed: ${relay.upstreamError}`, {
+      retryable: false,
+    });
+  }
+  if (!relay.sawDone) {
+    return new MotorError(
+      'connection_error',
+      `${leg.role} instance ${leg.instance.id} ended the stream without [DONE]`,
+      { instanceId: leg.instance.id },
+    );
+  }
+  return null;
+}

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { bearerToken } from '../../common/http.js';
+import { RequestCancellation } from '../dispatch/request-cancellation.js';
+import { MotorError } from '../motor-error.js';
+import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
+import type { GatewayDeps } from './gateway.js';
+import { readJsonBody } from './json-body.js';
+import { renderError } from './render-error.js';
+import { validateClientRequest, type ApiKind } from './request-validation.js';
+
+/** An API request refused before dispatch: rendered and counted (motor_requests_total, access log). */
+export type Refuse = (
+  res: ServerResponse,
+  path: string,
+  err: MotorError,
+  headers?: Record<string, string>,
+) => void;
+
+export function refuser(deps: Pick<GatewayDeps, 'observer'>): Refuse {
+  return (res, path, err, headers) => {
+    deps.observer?.rejected?.(path, err.status, err.code);
+    renderError(res, err, headers);
+  };
+}
+
+/**
+ * `POST /v1/chat/completions` and `/v1/completions`: auth, body, validation, admission, then the
+ * dispatcher. The request's one cancellation is made here, before admission.
+ */
+export function completionsRoute(deps: GatewayDeps, apiKeys: ApiKeys, refuse: Refuse) {
+  const { config } = deps;
+  return async (req: IncomingMessage, res: ServerResponse, path: string, kind: ApiKind): Promise<void> => {
+    // the token is also the rate limiter's key (anonymous callers share the key '')
+    const apiKey = bearerToken(req);
+    if (!apiKeys.allows(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
+    const body = await readJsonBody(req, res, config.server.maxBodyBytes);
+    if (body === null) return;
+    if ('error' in body) return refuse(res, path, body.error, body.headers);
+    let client;
+    try {
+      client = validateClientRequest(kind, body.value);
+    } catch (err) {
+      if (err instanceof MotorError) return refuse(res, path, err);
+      throw err;
+    }
+    // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After. The request's one
+    // cancellation covers the wait in the queue too (a signal is made only if it queues).
+    const cancellation = new RequestCancellation(res);
+    const admitted = deps.scheduling.admission.tryAcquire({ apiKey, signal: () => cancellation.signal() });
+    const ticket = admitted instanceof Promise ? await admitted : admitted;
+    if (!ticket.admitted) {
+      if (ticket.reason === 'aborted') {
+        deps.observer?.rejected?.(path, 499, 'client_disconnect');
+        return void res.destroy();
+      }
+      return refuse(
+        res,
+        path,
+        new MotorError(ticket.status === 429 ? 'rate_limited' : 'overloaded', ticket.message),
+        { 'retry-after': String(ticket.retryAfterSeconds) },
+      );
+    }
+    try {
+      const session = req.headers['x-session-id'];
+      await deps.dispatcher.serve(
+        client,
+        `req-${randomUUID()}`,
+        path,
+        res,
+        { sessionKey: typeof session === 'string' && session !== '' ? session : undefined, apiKey },
+        cancellation,
+      );
+    } finally {
+      ticket.release();
+    }
+  };
+}

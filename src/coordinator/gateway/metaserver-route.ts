@@ -1,0 +1,44 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendJson } from '../../common/http.js';
+import { parseMetaserverKvFields } from '../../engine-adapters/index.js';
+import { MotorError } from '../motor-error.js';
+import type { GatewayDeps } from './gateway.js';
+import { readJsonBody } from './json-body.js';
+import { renderError } from './render-error.js';
+
+/**
+ * `POST /v1/metaserver` (direct trigger): the decode engine's connector posts its KV fields; the
+ * pending attempt runs its prefill leg with them and answers when the prefill is done.
+ */
+export function metaserverRoute(deps: Pick<GatewayDeps, 'config' | 'triggers'>) {
+  const { config, triggers } = deps;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = await readJsonBody(req, res, config.server.maxBodyBytes);
+    if (body === null) return;
+    if ('error' in body) return renderError(res, body.error, body.headers);
+    const parsed = parseMetaserverKvFields(body.value);
+    if (!parsed.ok) {
+      const id = (body.value as { request_id?: unknown } | null)?.request_id;
+      if (typeof id === 'string') {
+        triggers
+          .peek(id)
+          ?.fail(new MotorError('protocol_error', `invalid metaserver call: ${parsed.message}`));
+      }
+      return renderError(
+        res,
+        new MotorError('invalid_request', `invalid metaserver call: ${parsed.message}`, {
+          param: parsed.param,
+        }),
+      );
+    }
+    const entry = await triggers.take(parsed.value.request_id, config.timeouts.metaserverWaitMs);
+    if (entry === null) {
+      return renderError(
+        res,
+        new MotorError('not_found', `no pending trigger prefill for request ${parsed.value.request_id}`),
+      );
+    }
+    const reply = await entry.run(parsed.value);
+    sendJson(res, reply.status, reply.body);
+  };
+}

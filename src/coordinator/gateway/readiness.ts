@@ -1,0 +1,82 @@
+import type { DispatchPlan } from '../../protocol/index.js';
+import { Scheduler, type FleetSummary, type RouteExplanation } from '../../scheduling/index.js';
+import type { Instance } from '../instance-source.js';
+import { servesModel } from '../route.js';
+import { routeExplainer, type RouteExplainer } from '../scheduling-adapter.js';
+
+/** Fallback rules alone (the scheduler's `fallback` and `planPreference`), for {@link topologyReport}. */
+export interface RouteOptions {
+  /** No P/D pair → single-instance dispatch on a union instance. */
+  unionFallback: boolean;
+  /** No decode instance → degraded single-instance dispatch on a prefill instance. */
+  degradedPrefill: boolean;
+  planPreference: readonly DispatchPlan[];
+}
+
+export interface ReadinessReport {
+  ready: boolean;
+  /** Per model (`*`: instances that serve any model): the route it gets, or why it has none. */
+  models: Record<string, string>;
+}
+
+/**
+ * `/ready`: every model some instance serves must have a route, as the scheduler itself explains it
+ * (conformance 12–16: a P/D pair sharing a plan, else a union instance, else degraded single).
+ */
+export function readinessReport(instances: readonly Instance[], scheduler: RouteExplainer): ReadinessReport {
+  const names = new Set<string>();
+  for (const i of instances) for (const m of i.models) names.add(m);
+  if (instances.some((i) => i.models.length === 0)) names.add('*');
+  const models: Record<string, string> = {};
+  let ready = names.size > 0;
+  for (const name of names) {
+    const serving = instances.filter((i) => (name === '*' ? i.models.length === 0 : servesModel(i, name)));
+    const explained = scheduler.explain(serving, name);
+    if (explained.kind === 'failure') ready = false;
+    models[name] = describe(explained, name, scheduler.fallback);
+  }
+  return { ready, models };
+}
+
+/** The same report for a fleet and fallback rules alone (no running coordinator). */
+export function topologyReport(instances: readonly Instance[], rules: RouteOptions): ReadinessReport {
+  const scheduler = new Scheduler({
+    fallback: { union: rules.unionFallback, degradedPrefill: rules.degradedPrefill },
+    planPreference: [...rules.planPreference],
+  });
+  return readinessReport(instances, routeExplainer(scheduler));
+}
+
+function describe(explained: RouteExplanation, model: string, fallback: RouteExplainer['fallback']): string {
+  if (explained.kind === 'pair') return explained.plan;
+  if (explained.kind === 'single')
+    return explained.reason === 'degraded_prefill' ? 'single (degraded)' : 'single';
+  return noRouteMessage(model, explained.fleet, fallback);
+}
+
+const list = (plans: readonly string[]): string => (plans.length > 0 ? plans.join(', ') : 'none');
+
+/** Names the missing capability (conformance 14) and, when it would help, the fallback setting. */
+function noRouteMessage(model: string, fleet: FleetSummary, fallback: RouteExplainer['fallback']): string {
+  const hint =
+    fallback.union && fallback.degradedPrefill
+      ? ''
+      : '; set dispatch.fallbackToSingle (or scheduling.fallback) to serve it on one instance';
+  if (fleet.prefill > 0 && fleet.decode > 0) {
+    const p = fleet.prefillPlans;
+    const d = fleet.decodePlans;
+    let missing: string;
+    if (p.length === 0) missing = `prefill instances advertise no dispatch capability (unknown profile)`;
+    else if (d.length === 0) missing = `decode instances advertise no dispatch capability (unknown profile)`;
+    else missing = `decode instances lack ${list(p)} and prefill instances lack ${list(d)}`;
+    return (
+      `no prefill/decode pair for model '${model}' shares a dispatch plan: missing capability: ${missing} ` +
+      `(prefill: ${list(p)}; decode: ${list(d)})${fleet.union > 0 ? hint : ''}`
+    );
+  }
+  if (fleet.prefill > 0)
+    return `no decode instance for model '${model}': missing capability: decode role (prefill-only fleet)${hint}`;
+  if (fleet.decode > 0)
+    return `no prefill instance for model '${model}': missing capability: prefill role (decode-only fleet)${hint}`;
+  return `no instance available for model '${model}'`;
+}
