@@ -161,7 +161,7 @@ describe.each(ENGINE_ADAPTERS.map((a) => [a.kind, a] as [string, EngineAdapter])
   },
 );
 
-describe('vLLM translation (DESIGN.md §2)', () => {
+describe('vLLM translation (docs/engines.md)', () => {
   const vllm = engineAdapterFor('vllm');
 
   it.each<[LegKind, DispatchRole, string, Record<string, unknown>]>([
@@ -219,7 +219,7 @@ describe('vLLM translation (DESIGN.md §2)', () => {
   });
 });
 
-describe('SGLang translation (DESIGN.md §2)', () => {
+describe('SGLang translation (docs/engines.md)', () => {
   const sglang = engineAdapterFor('sglang');
 
   it('both legs get the same 63-bit room, the prefill host and port, written as an exact integer', () => {

@@ -1,5 +1,5 @@
 /**
- * Engine adapters: the per-engine translation of the Motor protocol (DESIGN.md §2) into engine-native
+ * Engine adapters: the per-engine translation of the Motor protocol (docs/engines.md) into engine-native
  * requests, free of HTTP-server concerns so both the engine proxy and the coordinator's direct mode
  * can use them. See `EngineAdapter` in ./types.ts for the calling sequence.
  */

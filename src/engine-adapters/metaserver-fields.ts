@@ -3,7 +3,7 @@ import type { MetaserverKvFields } from './types.js';
 
 /**
  * The body a decode engine's Mooncake layer-wise connector POSTs to the metaserver: its KV fields
- * (DESIGN.md §2, trigger). Unknown keys are kept aside so they still reach the prefill engine.
+ * (docs/engines.md, trigger). Unknown keys are kept aside so they still reach the prefill engine.
  */
 export const metaserverKvFieldsSchema = z.object({
   request_id: z.string().min(1),

@@ -2,7 +2,7 @@ import type { BootstrapAddress, EngineKind, MotorDispatch, PrefillResult } from 
 
 /**
  * What one engine request does in a P/D attempt. Decided from the engine kind, the envelope's role
- * and its `dispatch_mode` (DESIGN.md §2):
+ * and its `dispatch_mode` (docs/engines.md):
  *
  * | leg                 | engine | role    | dispatch_mode            |
  * | ------------------- | ------ | ------- | ------------------------ |
@@ -86,7 +86,7 @@ export interface AbortPlan {
 }
 
 /**
- * Per-engine translation of the Motor protocol into engine-native requests (DESIGN.md §2).
+ * Per-engine translation of the Motor protocol into engine-native requests (docs/engines.md).
  *
  * Adapters are pure: no I/O, no clocks, no HTTP server state. The engine proxy uses them, and the
  * coordinator can use them for "direct mode" (talking to stock engines without a proxy):
