@@ -97,7 +97,7 @@ export async function startSimulator(
   });
   const url = await listen(server, opts.port, opts.host);
   const wildcard = opts.host === '0.0.0.0' || opts.host === '::';
-  core.advertised = bootstrapAddressFromUrl(url, {
+  core.kv.advertised = bootstrapAddressFromUrl(url, {
     host: opts.advertiseHost ?? (wildcard ? '127.0.0.1' : null),
   });
   logListening(logger, { url, role: opts.role, engine: opts.engine, engine_id: opts.engineId });
@@ -106,9 +106,9 @@ export async function startSimulator(
     core,
     async close() {
       core.abortAll('shutdown');
-      core.held.clear();
+      core.kv.held.clear();
       await closeServer(server);
-      await core.peers.close();
+      await core.kv.peers.close();
     },
   };
 }
@@ -201,7 +201,7 @@ function addDebugRoutes(
         kv_blocks: opts.kvBlocks,
         max_num_seqs: opts.maxNumSeqs,
         time_scale: opts.timeScale,
-        advertised: core.advertised,
+        advertised: core.kv.advertised,
       }),
     )
     .add('GET', '/debug/faults', (_req, res) => sendJson(res, 200, core.faults.config))
@@ -230,7 +230,7 @@ function addDebugRoutes(
       const q = url.indexOf('?');
       const wait = Number(new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('wait_idle_ms') ?? 0);
       if (wait > 0) await core.ledger.waitIdle(Math.min(wait, 60_000));
-      sendJson(res, 200, { ...core.ledger.snapshot(), kv_held: core.kvHeld() });
+      sendJson(res, 200, { ...core.ledger.snapshot(), kv_held: core.kv.list() });
     })
     .add('DELETE', '/debug/requests', (_req, res) => {
       core.ledger.clearFinished();
@@ -264,7 +264,7 @@ function internalPull(core: SimCore, res: ServerResponse, text: string): void {
   if (!body) return;
   if (typeof body.remote_request_id !== 'string')
     return sendError(res, 400, "'remote_request_id' must be a string");
-  const r = core.held.pull(body.remote_request_id, body.remote_engine_id, body.remote_block_ids);
+  const r = core.kv.held.pull(body.remote_request_id, body.remote_engine_id, body.remote_block_ids);
   if (!r.ok) return sendError(res, r.status, r.message);
   sendJson(res, 200, r.payload);
 }
@@ -279,7 +279,7 @@ function internalPush(core: SimCore, res: ServerResponse, text: string): void {
     block_ids: Array.isArray(body.block_ids) ? (body.block_ids as number[]) : [],
     engine_id: String(body.engine_id),
   };
-  if (!core.inbox.deliver(body.request_id, payload)) {
+  if (!core.kv.inbox.deliver(body.request_id, payload)) {
     return sendError(res, 404, `no decode request ${body.request_id} is waiting for KV on this instance`);
   }
   sendJson(res, 200, { request_id: body.request_id, accepted: true });
@@ -290,7 +290,7 @@ function internalRelease(core: SimCore, res: ServerResponse, text: string): void
   if (!body) return;
   if (typeof body.remote_request_id !== 'string')
     return sendError(res, 400, "'remote_request_id' must be a string");
-  sendJson(res, 200, { released: core.held.release(body.remote_request_id) });
+  sendJson(res, 200, { released: core.kv.held.release(body.remote_request_id) });
 }
 
 async function internalJoin(
@@ -307,7 +307,7 @@ async function internalJoin(
   const timeoutMs = typeof body.timeout_ms === 'number' ? body.timeout_ms : core.opts.bootstrapTimeoutMs;
   const gone = new AbortController();
   res.once('close', () => gone.abort());
-  const payload = await core.rooms.join(BigInt(room).toString(), timeoutMs, gone.signal);
+  const payload = await core.kv.rooms.join(BigInt(room).toString(), timeoutMs, gone.signal);
   if (res.destroyed) return;
   if (!payload)
     return sendError(res, 404, `bootstrap timeout: no prefill for room ${room} within ${timeoutMs} ms`);

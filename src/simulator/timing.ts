@@ -61,6 +61,15 @@ export function untilAborted(signal: AbortSignal): Promise<never> {
   });
 }
 
+/**
+ * A simulated model delay: sleeps when `ms` > 0; at 0 (time-scale 0) it stays synchronous, so no
+ * timer or promise is created, but an abort still stops the request.
+ */
+export function delay(ms: number, signal: AbortSignal): Promise<void> | void {
+  if (ms > 0) return sleep(ms, signal);
+  if (signal.aborted) throw new AbortedError(String(signal.reason));
+}
+
 export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
