@@ -1,10 +1,10 @@
 import type { Logger } from '../../common/logger.js';
-import type { PrefillResult } from '../../protocol/index.js';
+import { bootstrapAddressFromUrl, type PrefillResult } from '../../protocol/index.js';
 import { MotorError } from '../motor-error.js';
 import type { PdRoute } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode, type PrefillOutcome } from './decode-relay.js';
-import { bootstrapAddressOf, dispatchFor, prefillShapedBody, type LegInput } from './leg-request.js';
+import { dispatchFor, prefillShapedBody, type LegInput } from './leg-request.js';
 import { awaitPrefill, prefillCompleted } from './prefill-result.js';
 import type { TriggerRegistry } from './trigger-registry.js';
 
@@ -25,7 +25,10 @@ export async function runConcurrent(
 ): Promise<MotorError | null> {
   const { session, ids } = attempt;
   const flow = route.flow;
-  const bootstrap = flow === 'bootstrap' ? bootstrapAddressOf(route.prefill) : null;
+  const bootstrap =
+    flow === 'bootstrap'
+      ? bootstrapAddressFromUrl(route.prefill.url, { port: route.prefill.bootstrapPort })
+      : null;
   const prefillInput: LegInput = {
     body: prefillShapedBody(session.client.body),
     dispatch: dispatchFor(ids, 'prefill', route),

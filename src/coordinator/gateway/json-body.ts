@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyTooLargeError, parseJson, readBody } from '../../common/http.js';
 import { MotorError } from '../motor-error.js';
-import { MAX_JSON_DEPTH, nestedDeeperThan } from './request-validation.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../common/body-reader.js';
 
 export type JsonBody = { value: unknown } | { error: MotorError; headers?: Record<string, string> } | null;
 
