@@ -7,7 +7,8 @@ import { createCoordinatorObservability } from '../observability/coordinator-obs
 import type { Observability } from '../observability/observability.js';
 import { startControlPlane, type ControlPlane } from './control-plane.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
-import { TriggerRegistry } from './dispatch/trigger-registry.js';
+import { TakeOnceStore } from '../common/take-once-store.js';
+import type { PendingTrigger } from './dispatch/pending-trigger.js';
 import { Upstreams } from './upstream.js';
 import { createGateway } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
@@ -50,7 +51,7 @@ export async function startCoordinator(
   const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
   const scheduling =
     overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
-  const triggers = new TriggerRegistry();
+  const triggers = new TakeOnceStore<PendingTrigger>();
   const obs = await createCoordinatorObservability(config, log, source, {
     circuitStates: () =>
       source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),

@@ -6,10 +6,10 @@ import type { Attempt } from './attempt.js';
 import { relayDecode, type PrefillOutcome } from './decode-relay.js';
 import { dispatchFor, prefillShapedBody, type LegInput } from './leg-request.js';
 import { awaitPrefill, prefillCompleted } from './prefill-result.js';
-import type { TriggerRegistry } from './trigger-registry.js';
+import type { PendingTriggers } from './pending-trigger.js';
 
 export interface ConcurrentFlowDeps {
-  triggers: TriggerRegistry;
+  triggers: PendingTriggers;
   log: Logger;
 }
 
@@ -53,7 +53,7 @@ export async function runConcurrent(
     const gate = flow === 'trigger' && metaserverUrl === null ? prefillDone : null;
     return await relayDecode(attempt, decodeLeg, gate, session.client.stream ? null : prefillDone);
   } finally {
-    if (metaserverUrl !== null) deps.triggers.remove(ids.engineRequestId);
+    if (metaserverUrl !== null) deps.triggers.delete(ids.engineRequestId);
   }
 }
 
@@ -73,10 +73,10 @@ function prefillOnMetaserverCall(
   attempt: Attempt,
   route: PdRoute,
   input: LegInput,
-  triggers: TriggerRegistry,
+  triggers: PendingTriggers,
 ): PrefillOutcome {
   return new Promise((resolve) => {
-    triggers.register(attempt.ids.engineRequestId, {
+    triggers.put(attempt.ids.engineRequestId, {
       fail: (err) => attempt.fail(err, 'peer_failed'),
       run: async (fields) => {
         const leg = attempt.open(route.prefill, 'prefill', { ...input, triggerKv: fields });

@@ -4,7 +4,7 @@ import type { Logger } from '../../common/logger.js';
 import type { CoordinatorConfig } from '../../config/coordinator-config.js';
 import type { DispatchObserver } from '../../observability/dispatch-observer.js';
 import type { Dispatcher } from '../dispatch/dispatcher.js';
-import type { TriggerRegistry } from '../dispatch/trigger-registry.js';
+import type { PendingTriggers } from '../dispatch/pending-trigger.js';
 import type { InstanceSource } from '../instance-source.js';
 import { MotorError } from '../motor-error.js';
 import type { SchedulingAdapter } from '../scheduling-adapter.js';
@@ -19,7 +19,7 @@ export interface GatewayDeps {
   config: CoordinatorConfig;
   source: InstanceSource;
   dispatcher: Dispatcher;
-  triggers: TriggerRegistry;
+  triggers: PendingTriggers;
   log: Logger;
   /** Observability routes (`/metrics`, `/dashboard`); returns true when it answered. */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, method: string, path: string) => boolean;

@@ -31,8 +31,8 @@ export function metaserverRoute(deps: Pick<GatewayDeps, 'config' | 'triggers'>) 
         }),
       );
     }
-    const entry = await triggers.take(parsed.value.request_id, config.timeouts.metaserverWaitMs);
-    if (entry === null) {
+    const entry = await triggers.takeOrWait(parsed.value.request_id, config.timeouts.metaserverWaitMs);
+    if (entry === undefined) {
       return renderError(
         res,
         new MotorError('not_found', `no pending trigger prefill for request ${parsed.value.request_id}`),
