@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BodyReader } from '../../common/body-reader.js';
 import { sendJson } from '../../common/http.js';
 import { parseMetaserverKvFields } from '../../engine-adapters/index.js';
 import { MotorError } from '../motor-error.js';
@@ -10,11 +11,10 @@ import { renderError } from './render-error.js';
  * `POST /v1/metaserver` (direct trigger): the decode engine's connector posts its KV fields; the
  * pending attempt runs its prefill leg with them and answers when the prefill is done.
  */
-export function metaserverRoute(deps: Pick<GatewayDeps, 'config' | 'triggers'>) {
+export function metaserverRoute(deps: Pick<GatewayDeps, 'config' | 'triggers'>, bodies: BodyReader) {
   const { config, triggers } = deps;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const body = await readJsonBody(req, res, config.server.maxBodyBytes);
-    if (body === null) return;
+    const body = await readJsonBody(bodies, req);
     if ('error' in body) return renderError(res, body.error, body.headers);
     const parsed = parseMetaserverKvFields(body.value);
     if (!parsed.ok) {
