@@ -1,6 +1,6 @@
 import type { Logger } from '../../common/logger.js';
 import { bootstrapAddressFromUrl, type PrefillResult } from '../../protocol/index.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { PdRoute } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode, type PrefillOutcome } from './decode-relay.js';

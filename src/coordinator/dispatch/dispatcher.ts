@@ -8,7 +8,7 @@ import {
 } from '../../observability/dispatch-observer.js';
 import type { ClientRequest } from '../client-request.js';
 import type { InstanceSource } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
 import type { Upstreams } from '../upstream.js';

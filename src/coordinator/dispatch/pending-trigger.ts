@@ -1,6 +1,6 @@
 import type { TakeOnceStore } from '../../common/take-once-store.js';
 import type { MetaserverKvFields } from '../../engine-adapters/index.js';
-import type { MotorError } from '../motor-error.js';
+import type { MotorError } from '../../common/motor-error.js';
 
 /** A direct-mode trigger attempt waiting for its decode engine to call the coordinator's metaserver. */
 export interface PendingTrigger {

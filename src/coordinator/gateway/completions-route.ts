@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BodyReader } from '../../common/body-reader.js';
 import { bearerToken } from '../../common/http.js';
 import { RequestCancellation } from '../dispatch/request-cancellation.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';

@@ -9,7 +9,7 @@ import type { DispatchObserver } from '../../observability/dispatch-observer.js'
 import type { Dispatcher } from '../dispatch/dispatcher.js';
 import type { PendingTriggers } from '../dispatch/pending-trigger.js';
 import type { InstanceSource } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { SchedulingAdapter } from '../scheduling-adapter.js';
 import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
 import { completionsRoute, refuser } from './completions-route.js';

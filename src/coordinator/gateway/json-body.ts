@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { BodyReader } from '../../common/body-reader.js';
 import { HttpError } from '../../common/http-error.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 
 export type JsonBody = { value: unknown } | { error: MotorError; headers?: Readonly<Record<string, string>> };
 

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BodyReader } from '../../common/body-reader.js';
 import { sendJson } from '../../common/http.js';
 import { parseMetaserverKvFields } from '../../engine-adapters/index.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
 import { renderError } from './render-error.js';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { renderError as renderHttpError } from '../../common/http-error.js';
-import type { MotorError } from '../motor-error.js';
+import type { MotorError } from '../../common/motor-error.js';
 
 /**
  * Renders a gateway error as `{"error":{…}}` (a response already under way is cut instead). Extra

@@ -1,7 +1,7 @@
 import { isPlainObject } from '../../common/http.js';
 import { isClientForbiddenKey } from '../../protocol/index.js';
 import type { ApiKind, ClientRequest } from '../client-request.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 
 export type { ApiKind, ClientRequest };
 
