@@ -15,11 +15,11 @@
  * Users are closed-loop: think, send the next turn; after the last turn start a new conversation.
  */
 import { parseArgs } from 'node:util';
+import type { Clock } from '../../src/common/clock.js';
 import {
   Scheduler,
   seededRandom,
   tokenBlockHashes,
-  type Clock,
   type SchedulableInstance,
 } from '../../src/scheduling/index.js';
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { DEFAULT_FRAME_ERRORS, type FrameErrors } from './frame-errors.js';
-import { BodyTooLargeError, parseJson, readBody } from './http.js';
+import { parseJson } from './http.js';
 
 /** Deepest JSON nesting a body may have by default (OpenAI bodies, tool schemas included, stay far below). */
 export const MAX_JSON_DEPTH = 512;
@@ -93,4 +93,37 @@ export class BodyReader {
   async json(req: IncomingMessage): Promise<unknown> {
     return this.parseJson(await this.raw(req));
   }
+}
+
+class BodyTooLargeError extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`request body exceeds ${limitBytes} bytes`);
+  }
+}
+
+/** Reads a whole request body, refusing (and draining nothing more) past `limitBytes`. */
+function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limitBytes) {
+      reject(new BodyTooLargeError(limitBytes));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limitBytes) {
+        req.off('data', onData);
+        req.pause();
+        reject(new BodyTooLargeError(limitBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    req.once('error', reject);
+    req.once('aborted', () => reject(new Error('client aborted the request body')));
+  });
 }

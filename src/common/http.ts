@@ -56,39 +56,6 @@ export function errorTypeForStatus(status: number): string {
   return 'invalid_request_error';
 }
 
-export class BodyTooLargeError extends Error {
-  constructor(readonly limitBytes: number) {
-    super(`request body exceeds ${limitBytes} bytes`);
-  }
-}
-
-/** Reads a whole request body, refusing (and draining nothing more) past `limitBytes`. */
-export function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limitBytes) {
-      reject(new BodyTooLargeError(limitBytes));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limitBytes) {
-        req.off('data', onData);
-        req.pause();
-        reject(new BodyTooLargeError(limitBytes));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    req.once('error', reject);
-    req.once('aborted', () => reject(new Error('client aborted the request body')));
-  });
-}
-
 export type JsonParseResult = { ok: true; value: unknown } | { ok: false; message: string };
 
 export function parseJson(body: Buffer): JsonParseResult {

@@ -1,24 +1,17 @@
 import type { Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
 import { logListening, type Logger } from '../common/logger.js';
+import { TakeOnceStore } from '../common/take-once-store.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
-import type { ErrorCodeLabel } from '../observability/coordinator-metrics.js';
 import { createCoordinatorObservability } from '../observability/coordinator-observability.js';
 import type { Observability } from '../observability/observability.js';
 import { startControlPlane, type ControlPlane } from './control-plane.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
-import { TriggerRegistry } from './dispatch/trigger-registry.js';
+import type { PendingTrigger } from './dispatch/pending-trigger.js';
 import { Upstreams } from './upstream.js';
 import { createGateway } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
-import type { MotorErrorCode } from './motor-error.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
-
-// Metrics label exactly the MotorError codes (observability declares its own list, importing nothing
-// from here): this line stops compiling when the two lists differ.
-const _metricLabelsAreErrorCodes: [MotorErrorCode, ErrorCodeLabel] extends [ErrorCodeLabel, MotorErrorCode]
-  ? true
-  : false = true;
 
 export interface RunningCoordinator {
   url: string;
@@ -50,7 +43,7 @@ export async function startCoordinator(
   const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
   const scheduling =
     overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
-  const triggers = new TriggerRegistry();
+  const triggers = new TakeOnceStore<PendingTrigger>();
   const obs = await createCoordinatorObservability(config, log, source, {
     circuitStates: () =>
       source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),

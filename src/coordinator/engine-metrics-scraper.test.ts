@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { validateCoordinatorConfig } from '../config/coordinator-config.js';
-import { EngineMetricsStore, ManualClock } from '../scheduling/index.js';
+import { ManualClock } from '../common/clock.js';
+import { EngineMetricsStore } from '../scheduling/index.js';
 import { ENGINE_PROXY_DEFAULTS } from '../engine-proxy/options.js';
 import { startEngineProxy, type EngineProxyServer } from '../engine-proxy/server.js';
 import { startSimulator, type RunningSimulator } from '../simulator/server.js';

@@ -3,7 +3,7 @@ import { createLogger } from '../common/logger.js';
 import { validateCoordinatorConfig } from '../config/coordinator-config.js';
 import { parseEngineMetrics } from './engine-metrics-scraper.js';
 import { StaticInstanceSource, type Instance } from './instance-source.js';
-import { MotorError } from './motor-error.js';
+import { MotorError } from '../common/motor-error.js';
 import { renderPrompt } from './prompt-render.js';
 import { legOutcome, SchedulingAdapter } from './scheduling-adapter.js';
 import { Upstreams } from './upstream.js';

@@ -13,7 +13,7 @@ import {
 } from '../scheduling/index.js';
 import { EngineMetricsScraper } from './engine-metrics-scraper.js';
 import type { Instance, InstanceSource } from './instance-source.js';
-import { MotorError } from './motor-error.js';
+import { MotorError } from '../common/motor-error.js';
 import { renderPrompt } from './prompt-render.js';
 import type { ClientRequest } from './client-request.js';
 import type { Upstreams } from './upstream.js';

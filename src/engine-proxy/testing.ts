@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listen, closeServer, readBody } from '../common/http.js';
+import { BodyReader } from '../common/body-reader.js';
+import { listen, closeServer } from '../common/http.js';
 import { http } from '../simulator/testing.js';
 
 /** Helpers for the engine-proxy process tests (test/engine-proxy*.test.ts). */
@@ -82,7 +83,7 @@ export async function recordingServer(): Promise<RecordingServer> {
   const requests: RecordingServer['requests'] = [];
   let waiters: Array<() => void> = [];
   const server = createServer((req, res) => {
-    void readBody(req, 1 << 20).then((buf) => {
+    void new BodyReader({ maxBytes: 1 << 20 }).raw(req).then((buf) => {
       let body: unknown = buf.toString();
       try {
         body = JSON.parse(buf.toString());

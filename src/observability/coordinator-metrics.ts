@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ERROR_CODES } from '../common/motor-error.js';
 
 /** One instance as the metrics and the dashboard see it (never request data). */
 export interface InstanceView {
@@ -27,36 +28,8 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 const ITL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'open', 'half_open'];
-/**
- * The error codes kept as metric label values: the coordinator's MotorError codes, declared here so
- * observability imports no coordinator code (src/coordinator/coordinator.ts fails to compile when the
- * two lists differ). Any other code is counted as `other`.
- */
-export const ERROR_CODE_LABELS = [
-  'invalid_request',
-  'unauthorized',
-  'not_found',
-  'model_not_found',
-  'method_not_allowed',
-  'body_too_large',
-  'engine_rejected',
-  'no_route',
-  'rate_limited',
-  'overloaded',
-  'engine_unavailable',
-  'instance_withdrawn',
-  'engine_error',
-  'connection_error',
-  'protocol_error',
-  'first_token_timeout',
-  'idle_timeout',
-  'deadline_exceeded',
-  'client_disconnect',
-  'internal',
-] as const;
-export type ErrorCodeLabel = (typeof ERROR_CODE_LABELS)[number];
-
-const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODE_LABELS);
+/** Error codes kept as metric label values: MotorError's codes; any other code is counted as `other`. */
+const KNOWN_CODES: ReadonlySet<string> = new Set(Object.keys(ERROR_CODES));
 const KNOWN_ROUTES: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions']);
 const KNOWN_FLOWS: ReadonlySet<string> = new Set([
   'handoff',

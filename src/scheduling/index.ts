@@ -43,7 +43,6 @@ export {
   type AdmissionRejectionReason,
 } from './admission.js';
 export { TokenBucketLimiter, type TokenBucketOptions, type TakeResult } from './token-bucket-limiter.js';
-export { systemClock, ManualClock, type Clock, type TimerHandle } from '../common/clock.js';
 export { seededRandom, type RandomSource } from './seeded-random.js';
 export { PrefixIndex, type PrefixIndexOptions } from './prefix-index.js';
 export { tokenBlockHashes, textBlockHashes, DEFAULT_BLOCK_SIZE, CHARS_PER_TOKEN } from './prefix-hash.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DispatchStopReason } from '../../protocol/index.js';
 import type { Instance, InstanceSource } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
 import type { Upstreams } from '../upstream.js';

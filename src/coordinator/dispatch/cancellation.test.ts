@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import { Cancellation } from './cancellation.js';
 import { RequestCancellation } from './request-cancellation.js';
 

@@ -1,5 +1,5 @@
 import type { DispatchStopReason } from '../../protocol/index.js';
-import type { MotorError } from '../motor-error.js';
+import type { MotorError } from '../../common/motor-error.js';
 
 /** Told once, with why and what stop reason the engines get. */
 export type CancelListener = (reason: MotorError, stopReason: DispatchStopReason) => void;

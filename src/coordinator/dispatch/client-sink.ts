@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { openAiError } from '../../common/http.js';
-import type { MotorError } from '../motor-error.js';
+import type { MotorError } from '../../common/motor-error.js';
 import { SSE_DONE_FRAME, sseErrorFrame } from './sse-relay.js';
 
 /**

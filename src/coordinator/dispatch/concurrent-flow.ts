@@ -1,15 +1,15 @@
 import type { Logger } from '../../common/logger.js';
-import type { PrefillResult } from '../../protocol/index.js';
-import { MotorError } from '../motor-error.js';
+import { bootstrapAddressFromUrl, type PrefillResult } from '../../protocol/index.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { PdRoute } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode, type PrefillOutcome } from './decode-relay.js';
-import { bootstrapAddressOf, dispatchFor, prefillShapedBody, type LegInput } from './leg-request.js';
+import { dispatchFor, prefillShapedBody, type LegInput } from './leg-request.js';
 import { awaitPrefill, prefillCompleted } from './prefill-result.js';
-import type { TriggerRegistry } from './trigger-registry.js';
+import type { PendingTriggers } from './pending-trigger.js';
 
 export interface ConcurrentFlowDeps {
-  triggers: TriggerRegistry;
+  triggers: PendingTriggers;
   log: Logger;
 }
 
@@ -25,7 +25,10 @@ export async function runConcurrent(
 ): Promise<MotorError | null> {
   const { session, ids } = attempt;
   const flow = route.flow;
-  const bootstrap = flow === 'bootstrap' ? bootstrapAddressOf(route.prefill) : null;
+  const bootstrap =
+    flow === 'bootstrap'
+      ? bootstrapAddressFromUrl(route.prefill.url, { port: route.prefill.bootstrapPort })
+      : null;
   const prefillInput: LegInput = {
     body: prefillShapedBody(session.client.body),
     dispatch: dispatchFor(ids, 'prefill', route),
@@ -50,7 +53,7 @@ export async function runConcurrent(
     const gate = flow === 'trigger' && metaserverUrl === null ? prefillDone : null;
     return await relayDecode(attempt, decodeLeg, gate, session.client.stream ? null : prefillDone);
   } finally {
-    if (metaserverUrl !== null) deps.triggers.remove(ids.engineRequestId);
+    if (metaserverUrl !== null) deps.triggers.delete(ids.engineRequestId);
   }
 }
 
@@ -70,10 +73,10 @@ function prefillOnMetaserverCall(
   attempt: Attempt,
   route: PdRoute,
   input: LegInput,
-  triggers: TriggerRegistry,
+  triggers: PendingTriggers,
 ): PrefillOutcome {
   return new Promise((resolve) => {
-    triggers.register(attempt.ids.engineRequestId, {
+    triggers.put(attempt.ids.engineRequestId, {
       fail: (err) => attempt.fail(err, 'peer_failed'),
       run: async (fields) => {
         const leg = attempt.open(route.prefill, 'prefill', { ...input, triggerKv: fields });

@@ -1,5 +1,5 @@
 import type { PrefillResult } from '../../protocol/index.js';
-import { errorForEngineStatus, MotorError } from '../motor-error.js';
+import { errorForEngineStatus, MotorError } from '../../common/motor-error.js';
 import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
 import { relayJson } from './json-relay.js';

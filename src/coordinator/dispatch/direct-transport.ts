@@ -2,7 +2,7 @@ import { stringifyWithBigInt } from '../../common/json-bigint.js';
 import { engineAdapterFor, type LegKind } from '../../engine-adapters/index.js';
 import { buildPrefillResult, type PrefillResult } from '../../protocol/index.js';
 import type { Instance } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
 import type { AttemptIds, LegInput, LegRequest } from './leg-request.js';
 import {

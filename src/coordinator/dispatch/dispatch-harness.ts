@@ -13,7 +13,8 @@ import { SchedulingAdapter } from '../scheduling-adapter.js';
 import type { UpstreamRequest, Upstreams } from '../upstream.js';
 import { Dispatcher } from './dispatcher.js';
 import { RequestCancellation } from './request-cancellation.js';
-import { TriggerRegistry } from './trigger-registry.js';
+import { TakeOnceStore } from '../../common/take-once-store.js';
+import type { PendingTrigger } from './pending-trigger.js';
 
 /**
  * Test harness for the dispatch flows, in process: the Dispatcher over scripted fake engines (no
@@ -62,7 +63,7 @@ export class DispatchHarness {
   /** Stop and abort calls (`postJson`): instance, path and parsed body. */
   readonly stops: Array<{ instanceId: string; path: string; body: Record<string, unknown> }> = [];
   readonly events: ObservedEvent[] = [];
-  readonly triggers = new TriggerRegistry();
+  readonly triggers = new TakeOnceStore<PendingTrigger>();
   readonly source: StaticInstanceSource;
   readonly dispatcher: Dispatcher;
   private server: Server | null = null;
@@ -107,8 +108,8 @@ export class DispatchHarness {
   /** Direct trigger: what the decode engine's connector does, the gateway's `/v1/metaserver` part. */
   async callMetaserver(call: LegCall): Promise<{ status: number; body: unknown }> {
     const requestId = call.headers['x-request-id']!;
-    const entry = await this.triggers.take(requestId, 1000);
-    if (entry === null) return { status: 404, body: null };
+    const entry = await this.triggers.takeOrWait(requestId, 1000);
+    if (entry === undefined) return { status: 404, body: null };
     return entry.run(kvFields(requestId));
   }
 

@@ -8,7 +8,7 @@ import {
 } from '../../observability/dispatch-observer.js';
 import type { ClientRequest } from '../client-request.js';
 import type { InstanceSource } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
 import type { Upstreams } from '../upstream.js';
@@ -22,7 +22,7 @@ import { RequestCancellation } from './request-cancellation.js';
 import type { Session } from './session.js';
 import { runSingle } from './single-flow.js';
 import { stopLegs } from './stop-legs.js';
-import type { TriggerRegistry } from './trigger-registry.js';
+import type { PendingTriggers } from './pending-trigger.js';
 
 export interface DispatcherDeps {
   config: CoordinatorConfig;
@@ -30,7 +30,7 @@ export interface DispatcherDeps {
   /** Pair selection, load tracking, circuit breakers (the scheduling library). */
   scheduling: SchedulingAdapter;
   upstreams: Upstreams;
-  triggers: TriggerRegistry;
+  triggers: PendingTriggers;
   log: Logger;
   /** Metrics, tracing, access log, dashboard (default: none). */
   observer?: DispatchObserver;

@@ -1,4 +1,4 @@
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { PdRoute } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode } from './decode-relay.js';

@@ -1,5 +1,5 @@
 import { isPlainObject } from '../../common/http.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
 import type { PrefillOutcome } from './decode-relay.js';

@@ -71,10 +71,3 @@ export interface LegRequest {
   body: string;
   headers: Record<string, string>;
 }
-
-/** Where an SGLang prefill instance takes bootstrap connections (direct mode). */
-export function bootstrapAddressOf(prefill: Instance): BootstrapAddress {
-  const url = new URL(prefill.url);
-  const port = prefill.bootstrapPort ?? (url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80);
-  return { host: url.hostname.replace(/^\[|\]$/g, ''), port };
-}

@@ -4,7 +4,7 @@ import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { noopRequestObserver } from '../../observability/dispatch-observer.js';
 import { buildPrefillResult, type PrefillResult } from '../../protocol/index.js';
 import { StaticInstanceSource, type Instance } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { PdFlow, PdRoute } from '../route.js';
 import { dispatchFor } from './leg-request.js';
 import { LegTransports, type StopOrder } from './leg-transport.js';

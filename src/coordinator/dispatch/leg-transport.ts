@@ -2,7 +2,7 @@ import type { Logger } from '../../common/logger.js';
 import type { RequestObserver } from '../../observability/dispatch-observer.js';
 import type { DispatchStopReason, PrefillResult } from '../../protocol/index.js';
 import type { Instance } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
 import type { Upstreams } from '../upstream.js';
 import { DirectTransport } from './direct-transport.js';

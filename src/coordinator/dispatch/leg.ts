@@ -1,7 +1,7 @@
 import type { Dispatcher as UndiciDispatcher } from 'undici';
 import { noopLegObserver, type LegObserver } from '../../observability/dispatch-observer.js';
 import type { Instance } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { LegTracking } from '../scheduling-adapter.js';
 import { UpstreamAbort } from '../upstream.js';
 import type { LegRole } from './leg-request.js';

@@ -1,5 +1,5 @@
 import type { PrefillResult } from '../../protocol/index.js';
-import { errorForEngineStatus, MotorError } from '../motor-error.js';
+import { errorForEngineStatus, MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
 import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';

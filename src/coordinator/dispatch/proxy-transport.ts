@@ -9,7 +9,7 @@ import {
   type PrefillResult,
 } from '../../protocol/index.js';
 import type { Instance } from '../instance-source.js';
-import type { MotorError } from '../motor-error.js';
+import type { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
 import type { AttemptIds, LegInput, LegRequest } from './leg-request.js';
 import {

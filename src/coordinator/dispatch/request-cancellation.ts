@@ -1,4 +1,4 @@
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import { Cancellation } from './cancellation.js';
 
 /** The part of the client's `ServerResponse` that tells whether the client went away. */

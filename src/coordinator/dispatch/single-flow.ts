@@ -1,4 +1,4 @@
-import type { MotorError } from '../motor-error.js';
+import type { MotorError } from '../../common/motor-error.js';
 import type { Route } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode } from './decode-relay.js';

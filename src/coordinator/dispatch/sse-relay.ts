@@ -1,4 +1,5 @@
 import { isPlainObject } from '../../common/http.js';
+import { isInternalResponseKey, KV_TRANSFER_PARAMS_KEY, MOTOR_KEY_PREFIX } from '../../protocol/index.js';
 
 export interface ResponseRewrite {
   /** Cached prompt tokens reported by the prefill leg, merged into `usage.prompt_tokens_details`. */
@@ -15,11 +16,7 @@ export interface ResponseRewrite {
 export function rewriteResponseObject(obj: Record<string, unknown>, rw: ResponseRewrite): boolean {
   let changed = false;
   for (const key of Object.keys(obj)) {
-    if (
-      key.startsWith('_motor_') ||
-      key === 'kv_transfer_params' ||
-      (rw.stripTokenIds && key === 'prompt_token_ids')
-    ) {
+    if (isInternalResponseKey(key) || (rw.stripTokenIds && key === 'prompt_token_ids')) {
       delete obj[key];
       changed = true;
     }
@@ -49,8 +46,8 @@ const DONE = Buffer.from('data: [DONE]');
 const DONE_FRAME = Buffer.from('data: [DONE]\n\n');
 const ERROR_PREFIX = Buffer.from('data: {"error"');
 const MARK_USAGE = Buffer.from('"usage":{');
-const MARK_MOTOR = Buffer.from('"_motor_');
-const MARK_KV = Buffer.from('"kv_transfer_params"');
+const MARK_MOTOR = Buffer.from(`"${MOTOR_KEY_PREFIX}`);
+const MARK_KV = Buffer.from(`"${KV_TRANSFER_PARAMS_KEY}"`);
 const MARK_TOKEN_IDS = Buffer.from('token_ids"');
 
 /** Whether a response body (or chunk) holds anything `rewriteResponseObject` would change. */

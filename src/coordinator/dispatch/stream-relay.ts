@@ -1,4 +1,4 @@
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { Attempt } from './attempt.js';
 import type { Leg, ResponseData } from './leg.js';
 import { SseRelay } from './sse-relay.js';

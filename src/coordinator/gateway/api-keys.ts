@@ -1,4 +1,4 @@
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 
 /** `Authorization: Bearer` keys of `server.apiKeys`. */
 export class ApiKeys {

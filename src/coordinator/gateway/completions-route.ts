@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BodyReader } from '../../common/body-reader.js';
 import { bearerToken } from '../../common/http.js';
 import { RequestCancellation } from '../dispatch/request-cancellation.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
@@ -14,7 +15,7 @@ export type Refuse = (
   res: ServerResponse,
   path: string,
   err: MotorError,
-  headers?: Record<string, string>,
+  headers?: Readonly<Record<string, string>>,
 ) => void;
 
 export function refuser(deps: Pick<GatewayDeps, 'observer'>): Refuse {
@@ -28,14 +29,12 @@ export function refuser(deps: Pick<GatewayDeps, 'observer'>): Refuse {
  * `POST /v1/chat/completions` and `/v1/completions`: auth, body, validation, admission, then the
  * dispatcher. The request's one cancellation is made here, before admission.
  */
-export function completionsRoute(deps: GatewayDeps, apiKeys: ApiKeys, refuse: Refuse) {
-  const { config } = deps;
+export function completionsRoute(deps: GatewayDeps, apiKeys: ApiKeys, bodies: BodyReader, refuse: Refuse) {
   return async (req: IncomingMessage, res: ServerResponse, path: string, kind: ApiKind): Promise<void> => {
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = bearerToken(req);
     if (!apiKeys.allows(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
-    const body = await readJsonBody(req, res, config.server.maxBodyBytes);
-    if (body === null) return;
+    const body = await readJsonBody(bodies, req);
     if ('error' in body) return refuse(res, path, body.error, body.headers);
     let client;
     try {

@@ -1,12 +1,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { BodyReader } from '../../common/body-reader.js';
+import { httpFrame, type NoRouteHandler, type RouteHandler } from '../../common/http-frame.js';
 import { bearerToken, sendJson } from '../../common/http.js';
 import type { Logger } from '../../common/logger.js';
+import { RouteTable } from '../../common/route-table.js';
 import type { CoordinatorConfig } from '../../config/coordinator-config.js';
 import type { DispatchObserver } from '../../observability/dispatch-observer.js';
 import type { Dispatcher } from '../dispatch/dispatcher.js';
-import type { TriggerRegistry } from '../dispatch/trigger-registry.js';
+import type { PendingTriggers } from '../dispatch/pending-trigger.js';
 import type { InstanceSource } from '../instance-source.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { SchedulingAdapter } from '../scheduling-adapter.js';
 import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
 import { completionsRoute, refuser } from './completions-route.js';
@@ -19,7 +22,7 @@ export interface GatewayDeps {
   config: CoordinatorConfig;
   source: InstanceSource;
   dispatcher: Dispatcher;
-  triggers: TriggerRegistry;
+  triggers: PendingTriggers;
   log: Logger;
   /** Observability routes (`/metrics`, `/dashboard`); returns true when it answered. */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, method: string, path: string) => boolean;
@@ -34,50 +37,46 @@ const API_ROUTES: Record<string, ApiKind> = {
   '/v1/completions': 'completion',
 };
 
-/** The OpenAI-compatible HTTP front (node:http): routes, auth, body limits, validation. */
+/** The OpenAI-compatible HTTP front (node:http on the common HTTP frame): routes, auth, body limits, validation. */
 export function createGateway(deps: GatewayDeps): Server {
-  const { log } = deps;
   const apiKeys = new ApiKeys(deps.config.server.apiKeys);
+  const bodies = new BodyReader({ maxBytes: deps.config.server.maxBodyBytes });
   const refuse = refuser(deps);
-  const completions = completionsRoute(deps, apiKeys, refuse);
-  const metaserver = metaserverRoute(deps);
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      log.error({ err }, 'unhandled gateway error');
-      renderError(res, new MotorError('internal', 'internal error'));
-    });
-  });
-  server.keepAliveTimeout = 65_000;
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    const method = req.method ?? 'GET';
-    const kind = API_ROUTES[path];
-    if (kind !== undefined) {
-      if (method !== 'POST')
-        return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
-      return completions(req, res, path, kind);
-    }
-    if (deps.extraRoutes?.(req, res, method, path)) return;
-    switch (`${method} ${path}`) {
-      case 'GET /health':
-        return sendJson(res, 200, { status: 'ok' });
-      case 'GET /ready': {
-        const report = readinessReport(deps.source.routable(), deps.scheduling.explainer);
-        return sendJson(res, report.ready ? 200 : 503, { ready: report.ready, models: report.models });
-      }
-      case 'GET /v1/models':
-        if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
-        return sendJson(res, 200, modelList(deps.source));
-      case 'POST /v1/metaserver':
-        return metaserver(req, res);
-      default:
-        return renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
-    }
+  const completions = completionsRoute(deps, apiKeys, bodies, refuse);
+  const routes = new RouteTable<RouteHandler>()
+    .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
+    .add('GET', '/ready', (_req, res) => {
+      const report = readinessReport(deps.source.routable(), deps.scheduling.explainer);
+      sendJson(res, report.ready ? 200 : 503, { ready: report.ready, models: report.models });
+    })
+    .add('GET', '/v1/models', (req, res) => {
+      if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
+      sendJson(res, 200, modelList(deps.source));
+    })
+    .add('POST', '/v1/metaserver', metaserverRoute(deps, bodies));
+  for (const [path, kind] of Object.entries(API_ROUTES)) {
+    routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }
 
+  /** Not in the table: an API path with the wrong method (counted), observability, else 404 (no 405). */
+  const noRoute: NoRouteHandler = (req, res, method, path) => {
+    if (API_ROUTES[path] !== undefined) {
+      return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
+    }
+    if (deps.extraRoutes?.(req, res, method, path)) return;
+    renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
+  };
+
+  const server = createServer(
+    httpFrame({
+      routes,
+      noRoute,
+      renderable: (err) => (err instanceof MotorError ? err : undefined),
+      logger: deps.log,
+      failureLog: 'unhandled gateway error',
+    }),
+  );
+  server.keepAliveTimeout = 65_000;
   return server;
 }
 

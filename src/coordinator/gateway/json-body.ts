@@ -1,32 +1,21 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLargeError, parseJson, readBody } from '../../common/http.js';
-import { MotorError } from '../motor-error.js';
-import { MAX_JSON_DEPTH, nestedDeeperThan } from './request-validation.js';
+import type { IncomingMessage } from 'node:http';
+import type { BodyReader } from '../../common/body-reader.js';
+import { HttpError } from '../../common/http-error.js';
+import { MotorError } from '../../common/motor-error.js';
 
-export type JsonBody = { value: unknown } | { error: MotorError; headers?: Record<string, string> } | null;
+export type JsonBody = { value: unknown } | { error: MotorError; headers?: Readonly<Record<string, string>> };
 
-/** The parsed body, or the error to answer with; null when the client went away mid-body. */
-export async function readJsonBody(
-  req: IncomingMessage,
-  res: ServerResponse,
-  maxBodyBytes: number,
-): Promise<JsonBody> {
-  let buf: Buffer;
+/**
+ * The parsed body, or the refusal to answer with as a `MotorError` (413 with `connection: close`,
+ * 400 for invalid or too deeply nested JSON), so routes count it like their other refusals. A client
+ * gone mid-body throws `ClientGoneError`: the HTTP frame destroys the response.
+ */
+export async function readJsonBody(bodies: BodyReader, req: IncomingMessage): Promise<JsonBody> {
   try {
-    buf = await readBody(req, maxBodyBytes);
+    return { value: await bodies.json(req) };
   } catch (err) {
-    if (err instanceof BodyTooLargeError)
-      return { error: new MotorError('body_too_large', err.message), headers: { connection: 'close' } };
-    res.destroy();
-    return null;
+    if (!(err instanceof HttpError)) throw err;
+    const code = err.status === 413 ? 'body_too_large' : 'invalid_request';
+    return { error: new MotorError(code, err.message), headers: err.headers };
   }
-  const parsed = parseJson(buf);
-  if (!parsed.ok) return { error: new MotorError('invalid_request', parsed.message) };
-  // JSON.parse accepts any depth, but re-serialising a very deep body overflows the stack (500).
-  if (nestedDeeperThan(parsed.value, MAX_JSON_DEPTH)) {
-    return {
-      error: new MotorError('invalid_request', `request body is nested deeper than ${MAX_JSON_DEPTH} levels`),
-    };
-  }
-  return { value: parsed.value };
 }

@@ -1,17 +1,18 @@
 import type { ServerResponse } from 'node:http';
-import { sendError } from '../../common/http.js';
-import type { MotorError } from '../motor-error.js';
+import { renderError as renderHttpError } from '../../common/http-error.js';
+import type { MotorError } from '../../common/motor-error.js';
 
-/** Renders a gateway error as `{"error":{…}}` (a response already under way is cut instead). */
+/**
+ * Renders a gateway error as `{"error":{…}}` (a response already under way is cut instead). Extra
+ * headers are set on the response first, so they stay ahead of `content-type` as they always were.
+ */
 export function renderError(
   res: ServerResponse,
   err: MotorError,
-  extraHeaders: Record<string, string> = {},
+  extraHeaders?: Readonly<Record<string, string>>,
 ): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
+  if (extraHeaders !== undefined && !res.headersSent) {
+    for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
   }
-  for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
-  sendError(res, err.status, err.message, err.type, err.param, err.code);
+  renderHttpError(res, err);
 }

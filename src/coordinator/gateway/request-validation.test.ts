@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MotorError } from '../motor-error.js';
-import {
-  MAX_JSON_DEPTH,
-  nestedDeeperThan,
-  validateClientRequest,
-  type ApiKind,
-} from './request-validation.js';
+import { MotorError } from '../../common/motor-error.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../common/body-reader.js';
+import { validateClientRequest, type ApiKind } from './request-validation.js';
 
 const msgs = [{ role: 'user', content: 'hi' }];
 

@@ -1,37 +1,9 @@
 import { isPlainObject } from '../../common/http.js';
-import { MOTOR_DISPATCH_KEY, MOTOR_PREFILL_RESULT_KEY } from '../../protocol/index.js';
+import { isClientForbiddenKey } from '../../protocol/index.js';
 import type { ApiKind, ClientRequest } from '../client-request.js';
-import { MotorError } from '../motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 
 export type { ApiKind, ClientRequest };
-
-/** Body keys a client may never send: they would steer engines (conformance 33). */
-export function forbiddenKey(key: string): boolean {
-  return (
-    key === MOTOR_DISPATCH_KEY ||
-    key === MOTOR_PREFILL_RESULT_KEY ||
-    key.startsWith('_motor_') ||
-    key === 'kv_transfer_params' ||
-    key.startsWith('bootstrap_')
-  );
-}
-
-/** Deepest JSON nesting a client body may have (OpenAI bodies, tool schemas included, stay far below). */
-export const MAX_JSON_DEPTH = 512;
-
-/** True when `value` nests arrays/objects deeper than `limit` (iterative: no recursion on hostile input). */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth >= limit) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
 
 const invalid = (message: string, param: string | null = null): MotorError =>
   new MotorError('invalid_request', message, { param });
@@ -74,7 +46,8 @@ const FIELD_TYPE_LIST = Object.entries(FIELD_TYPES).map(
 export function validateClientRequest(kind: ApiKind, value: unknown): ClientRequest {
   if (!isPlainObject(value)) throw invalid('request body must be a JSON object');
   for (const key of Object.keys(value)) {
-    if (forbiddenKey(key)) throw invalid(`'${key}' is an internal field and may not be sent by clients`, key);
+    if (isClientForbiddenKey(key))
+      throw invalid(`'${key}' is an internal field and may not be sent by clients`, key);
   }
   if (typeof value.model !== 'string' || value.model.length === 0) {
     throw invalid("'model' is required and must be a non-empty string", 'model');

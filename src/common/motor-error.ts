@@ -1,7 +1,8 @@
 /**
  * The coordinator's one error type. Every failure carries a stable `code`; the table maps it to the
  * HTTP status, the OpenAI error `type` and whether a new attempt may help. Only the gateway renders
- * errors (as `{"error":{"message","type","param","code"}}`).
+ * errors (as `{"error":{"message","type","param","code"}}`). It lives in common/ so that
+ * observability labels its metrics with the same codes without importing coordinator code.
  */
 export const ERROR_CODES = {
   invalid_request: { status: 400, type: 'invalid_request_error', retryable: false },
