@@ -48,11 +48,22 @@ export class HttpError extends Error implements RenderableError {
   }
 }
 
-/** Answers with the error, or destroys the response when its headers are already out. */
-export function renderError(res: ServerResponse, err: RenderableError): void {
+/**
+ * Answers with the error, or destroys the response when its headers are already out. `err.headers`
+ * follow `content-type` and `content-length`; `leadingHeaders` are set on the response first, so they
+ * come ahead of them (where the gateway's `retry-after` / `www-authenticate` always were).
+ */
+export function renderError(
+  res: ServerResponse,
+  err: RenderableError,
+  leadingHeaders?: Readonly<Record<string, string>>,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
+  }
+  if (leadingHeaders !== undefined) {
+    for (const [name, value] of Object.entries(leadingHeaders)) res.setHeader(name, value);
   }
   const body = openAiError(
     err.message,

@@ -36,17 +36,6 @@ export function bearerToken(req: IncomingMessage): string {
   return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : '';
 }
 
-export function sendError(
-  res: ServerResponse,
-  status: number,
-  message: string,
-  type?: string,
-  param: string | null = null,
-  code: string | number | null = null,
-): void {
-  sendJson(res, status, openAiError(message, type ?? errorTypeForStatus(status), param, code));
-}
-
 export function errorTypeForStatus(status: number): string {
   if (status === 401) return 'authentication_error';
   if (status === 403) return 'permission_error';

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { bearerToken, sendError } from '../common/http.js';
+import { bearerToken } from '../common/http.js';
+import { renderError, type RenderableError } from '../common/http-error.js';
 import type { CircuitStateProvider, InstanceView } from './coordinator-metrics.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
 import type { Observability } from './observability.js';
@@ -8,6 +9,14 @@ export interface DashboardSources {
   instances: () => Iterable<InstanceView>;
   circuitStates?: CircuitStateProvider;
 }
+
+const UNAUTHORIZED: RenderableError = Object.freeze({
+  status: 401,
+  message: 'missing or invalid API key (Authorization: Bearer <key>)',
+  code: 'unauthorized',
+});
+/** Ahead of `content-type` in the 401, as the gateway's own challenge. */
+const BEARER_CHALLENGE = Object.freeze({ 'www-authenticate': 'Bearer' });
 
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -40,15 +49,7 @@ export function createObservabilityRoutes(
   function authorized(req: IncomingMessage, res: ServerResponse): boolean {
     if (keys === null) return true;
     if (keys.has(bearerToken(req))) return true;
-    res.setHeader('www-authenticate', 'Bearer');
-    sendError(
-      res,
-      401,
-      'missing or invalid API key (Authorization: Bearer <key>)',
-      undefined,
-      null,
-      'unauthorized',
-    );
+    renderError(res, UNAUTHORIZED, BEARER_CHALLENGE);
     return false;
   }
 

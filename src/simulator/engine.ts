@@ -1,16 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { errorTypeForStatus, sendError } from '../common/http.js';
+import { errorTypeForStatus } from '../common/http.js';
+import { HttpError, renderError } from '../common/http-error.js';
 import type { Logger } from '../common/logger.js';
 import { Faults } from './faults.js';
-import { classifyFlow, type Flow } from './flow.js';
+import { classifyFlow } from './flow.js';
 import { BlockAllocator, promptHash, type KvPayload } from './kv-handoff.js';
 import { KvTransfer } from './kv-transfer.js';
 import { Ledger, type LedgerEntry } from './ledger.js';
 import { SimMetrics } from './metrics.js';
 import type { SimOptions } from './options.js';
 import { PrefixCache } from './prefix-cache.js';
-import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
+import { parseGenRequest, parseJsonPreservingRoom, RequestError } from './request-body.js';
 import { DiedError, ResponseWriter } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
@@ -66,6 +67,7 @@ export class SimCore {
     for (const c of this.controls.values()) c.abort(reason);
   }
 
+  /** Serves one generation request; invalid input is thrown (`HttpError`) for the frame to render. */
   async handle(
     kind: 'chat' | 'completion',
     path: string,
@@ -74,18 +76,11 @@ export class SimCore {
     text: string,
   ) {
     const parsed = parseJsonPreservingRoom(text);
-    if (!parsed.ok) return sendError(res, 400, parsed.message);
-    let g: GenRequest;
-    let flow: Flow;
-    try {
-      g = parseGenRequest(kind, parsed.value, this.opts);
-      flow = classifyFlow(g, this.opts.role, this.opts.engine);
-    } catch (err) {
-      if (err instanceof RequestError) return sendError(res, err.status, err.message, undefined, err.param);
-      throw err;
-    }
+    if (!parsed.ok) throw new HttpError(400, parsed.message);
+    const g = parseGenRequest(kind, parsed.value, this.opts);
+    const flow = classifyFlow(g, this.opts.role, this.opts.engine);
     if (g.model !== this.opts.model) {
-      return sendError(res, 404, `The model \`${g.model}\` does not exist.`, undefined, 'model');
+      throw new HttpError(404, `The model \`${g.model}\` does not exist.`, { param: 'model' });
     }
     const header = req.headers['x-request-id'];
     const headerId = typeof header === 'string' && header.length > 0 ? header : null;
@@ -96,14 +91,9 @@ export class SimCore {
     const entry = this.ledger.start(id, path, flow);
     if (fault.errorStatus !== null) {
       this.ledger.finish(entry, 'failed', `fault:error_status_${fault.errorStatus}`);
-      return sendError(
-        res,
-        fault.errorStatus,
-        `simulated fault: HTTP ${fault.errorStatus}`,
-        undefined,
-        null,
-        fault.errorStatus,
-      );
+      throw new HttpError(fault.errorStatus, `simulated fault: HTTP ${fault.errorStatus}`, {
+        code: fault.errorStatus,
+      });
     }
     const ctl = new AbortController();
     this.controls.set(entry, ctl);
@@ -162,7 +152,7 @@ export class SimCore {
     if (run.committed) {
       res.end(sseError(message, errorTypeForStatus(status), status) + SSE_DONE);
     } else {
-      sendError(res, status, message);
+      renderError(res, new HttpError(status, message));
     }
   }
 

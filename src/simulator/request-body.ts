@@ -1,4 +1,5 @@
 import { isPlainObject, type JsonParseResult } from '../common/http.js';
+import { HttpError } from '../common/http-error.js';
 import { renderChat, tokenize } from './tokens.js';
 
 /**
@@ -18,13 +19,11 @@ export function parseJsonPreservingRoom(text: string): JsonParseResult {
   }
 }
 
-export class RequestError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-  ) {
-    super(message);
+/** Invalid input (4xx, naming the offending field): the HTTP frame renders it as it is. */
+export class RequestError extends HttpError {
+  constructor(status: number, message: string, param: string | null = null) {
+    super(status, message, { param });
+    this.name = 'RequestError';
   }
 }
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BodyReader } from '../common/body-reader.js';
 import { frameErrors } from '../common/frame-errors.js';
-import { closeServer, isPlainObject, listen, sendError, sendJson } from '../common/http.js';
+import { closeServer, isPlainObject, listen, sendJson } from '../common/http.js';
 import { HttpError } from '../common/http-error.js';
 import { httpFrame, type RouteHandler } from '../common/http-frame.js';
 import { RouteTable } from '../common/route-table.js';
@@ -25,6 +25,7 @@ const recorded = (path: string): boolean => !NOT_RECORDED.has(path) && !path.sta
 
 /** The simulator's wording of the frame's errors: OpenAI-style, no codes (as vLLM's server). */
 const SIMULATOR_ERRORS = frameErrors({
+  notFound: (method, path) => new HttpError(404, `no route for ${method} ${path}`),
   bodyTooLarge: (limitBytes) =>
     new HttpError(413, `request body exceeds ${limitBytes} bytes`, { headers: { connection: 'close' } }),
   internal: () => new HttpError(500, 'internal simulator error'),
@@ -85,7 +86,7 @@ export async function startSimulator(
       // Unknown routes (and known paths with another method) are read, recorded, then 404 (no 405).
       noRoute: async (req, res, method, path) => {
         await readAndRecord(req, method, path);
-        sendError(res, 404, `no route for ${method} ${path}`);
+        throw SIMULATOR_ERRORS.notFound(method, path);
       },
       logger,
       failureLog: 'simulator route failed',
@@ -210,9 +211,9 @@ function addDebugRoutes(
       '/debug/faults',
       post('/debug/faults', (_req, res, text) => {
         const parsed = parseJsonPreservingRoom(text);
-        if (!parsed.ok) return sendError(res, 400, parsed.message);
+        if (!parsed.ok) throw new HttpError(400, parsed.message);
         const patch = FaultPatchSchema.safeParse(parsed.value);
-        if (!patch.success) return sendError(res, 400, `invalid faults: ${patch.error.message}`);
+        if (!patch.success) throw new HttpError(400, `invalid faults: ${patch.error.message}`);
         const set = core.faults.set(patch.data);
         // Refusing connections must reach clients that hold pooled keep-alive sockets too.
         if (set.refuse_connections !== 0) server.closeIdleConnections();
@@ -238,41 +239,37 @@ function addDebugRoutes(
     });
 }
 
-function parseObject(res: ServerResponse, text: string): Record<string, unknown> | null {
+/** The body as a JSON object; anything else is a 400 (thrown for the frame to render). */
+function parseObject(text: string): Record<string, unknown> {
   const parsed = parseJsonPreservingRoom(text);
-  if (!parsed.ok || !isPlainObject(parsed.value)) {
-    sendError(res, 400, parsed.ok ? 'body must be a JSON object' : parsed.message);
-    return null;
-  }
+  if (!parsed.ok) throw new HttpError(400, parsed.message);
+  if (!isPlainObject(parsed.value)) throw new HttpError(400, 'body must be a JSON object');
   return parsed.value;
 }
 
 function abortRequest(core: SimCore, res: ServerResponse, text: string): void {
-  if (core.opts.engine !== 'sglang') return sendError(res, 404, 'no route for POST /abort_request');
-  const body = parseObject(res, text);
-  if (!body) return;
+  if (core.opts.engine !== 'sglang') throw SIMULATOR_ERRORS.notFound('POST', '/abort_request');
+  const body = parseObject(text);
   if (body.abort_all === true) {
     core.abortAll('abort_request');
     return sendJson(res, 200, { aborted: 'all' });
   }
-  if (typeof body.rid !== 'string') return sendError(res, 400, "'rid' must be a string", undefined, 'rid');
+  if (typeof body.rid !== 'string') throw new HttpError(400, "'rid' must be a string", { param: 'rid' });
   sendJson(res, 200, { rid: body.rid, aborted: core.abortById(body.rid, 'abort_request') });
 }
 
 function internalPull(core: SimCore, res: ServerResponse, text: string): void {
-  const body = parseObject(res, text);
-  if (!body) return;
+  const body = parseObject(text);
   if (typeof body.remote_request_id !== 'string')
-    return sendError(res, 400, "'remote_request_id' must be a string");
+    throw new HttpError(400, "'remote_request_id' must be a string");
   const r = core.kv.held.pull(body.remote_request_id, body.remote_engine_id, body.remote_block_ids);
-  if (!r.ok) return sendError(res, r.status, r.message);
+  if (!r.ok) throw new HttpError(r.status, r.message);
   sendJson(res, 200, r.payload);
 }
 
 function internalPush(core: SimCore, res: ServerResponse, text: string): void {
-  const body = parseObject(res, text);
-  if (!body) return;
-  if (typeof body.request_id !== 'string') return sendError(res, 400, "'request_id' must be a string");
+  const body = parseObject(text);
+  if (typeof body.request_id !== 'string') throw new HttpError(400, "'request_id' must be a string");
   const payload: KvPayload = {
     num_tokens: Number(body.num_tokens),
     prompt_hash: Number(body.prompt_hash),
@@ -280,16 +277,15 @@ function internalPush(core: SimCore, res: ServerResponse, text: string): void {
     engine_id: String(body.engine_id),
   };
   if (!core.kv.inbox.deliver(body.request_id, payload)) {
-    return sendError(res, 404, `no decode request ${body.request_id} is waiting for KV on this instance`);
+    throw new HttpError(404, `no decode request ${body.request_id} is waiting for KV on this instance`);
   }
   sendJson(res, 200, { request_id: body.request_id, accepted: true });
 }
 
 function internalRelease(core: SimCore, res: ServerResponse, text: string): void {
-  const body = parseObject(res, text);
-  if (!body) return;
+  const body = parseObject(text);
   if (typeof body.remote_request_id !== 'string')
-    return sendError(res, 400, "'remote_request_id' must be a string");
+    throw new HttpError(400, "'remote_request_id' must be a string");
   sendJson(res, 200, { released: core.kv.held.release(body.remote_request_id) });
 }
 
@@ -299,18 +295,17 @@ async function internalJoin(
   res: ServerResponse,
   text: string,
 ): Promise<void> {
-  const body = parseObject(res, text);
-  if (!body) return;
+  const body = parseObject(text);
   const room = typeof body.room === 'number' ? String(body.room) : body.room;
   if (typeof room !== 'string' || !/^\d+$/.test(room))
-    return sendError(res, 400, "'room' must be a decimal integer");
+    throw new HttpError(400, "'room' must be a decimal integer");
   const timeoutMs = typeof body.timeout_ms === 'number' ? body.timeout_ms : core.opts.bootstrapTimeoutMs;
   const gone = new AbortController();
   res.once('close', () => gone.abort());
   const payload = await core.kv.rooms.join(BigInt(room).toString(), timeoutMs, gone.signal);
   if (res.destroyed) return;
   if (!payload)
-    return sendError(res, 404, `bootstrap timeout: no prefill for room ${room} within ${timeoutMs} ms`);
+    throw new HttpError(404, `bootstrap timeout: no prefill for room ${room} within ${timeoutMs} ms`);
   void req;
   sendJson(res, 200, payload);
 }
