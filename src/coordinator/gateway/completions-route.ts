@@ -7,7 +7,7 @@ import { MotorError } from '../../common/motor-error.js';
 import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
-import { renderError } from './render-error.js';
+import { renderError } from '../../common/http-error.js';
 import { validateClientRequest, type ApiKind } from './request-validation.js';
 
 /** An API request refused before dispatch: rendered and counted (motor_requests_total, access log). */

@@ -15,7 +15,7 @@ import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
 import { completionsRoute, refuser } from './completions-route.js';
 import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
-import { renderError } from './render-error.js';
+import { renderError } from '../../common/http-error.js';
 import type { ApiKind } from './request-validation.js';
 
 export interface GatewayDeps {

@@ -5,7 +5,7 @@ import { parseMetaserverKvFields } from '../../engine-adapters/index.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
-import { renderError } from './render-error.js';
+import { renderError } from '../../common/http-error.js';
 
 /**
  * `POST /v1/metaserver` (direct trigger): the decode engine's connector posts its KV fields; the
