@@ -1,11 +1,16 @@
 /**
- * Client-facing normalisation of engine responses (conformance 24): no `kv_transfer_params`, no
- * token ids the client did not ask for (`return_token_ids`), and the chat shape for chat routes
- * (an engine that answers a chat request with completion-style `text` choices is reshaped).
- * Pure functions plus a streaming SSE transformer; shared by the engine proxy and the coordinator.
+ * Client-facing normalisation of engine responses (conformance 24) on the engine proxy: the fields a
+ * client must not get go (`stripClientForbiddenFields`, shared with the coordinator), and chat
+ * routes get the chat shape (an engine that answers a chat request with completion-style `text`
+ * choices is reshaped). Pure functions plus a streaming SSE transformer.
  */
 
-import { ENGINE_RESPONSE_INTERNAL_FIELDS } from '../protocol/index.js';
+import { isPlainObject } from '../common/http.js';
+import {
+  mayCarryClientForbiddenFields,
+  stripClientForbiddenFields,
+  textMayCarryClientForbiddenFields,
+} from './client-fields.js';
 
 export type ClientRoute = 'chat' | 'completion';
 
@@ -15,12 +20,19 @@ export interface NormalizeOptions {
   returnTokenIds: boolean;
 }
 
-const TOKEN_ID_KEYS = ['prompt_token_ids', 'token_ids'] as const;
-/** Quoted, as they appear as keys in a JSON text (the cheap pre-check before parsing). */
-const INTERNAL_KEY_MARKS = ENGINE_RESPONSE_INTERNAL_FIELDS.map((key) => `"${key}"`);
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+/** Completion-style `text` choices become chat `message` (or `delta` in a chunk); returns whether any did. */
+function reshapeTextChoices(body: Record<string, unknown>, chunk: boolean): boolean {
+  const choices = body.choices;
+  if (!Array.isArray(choices)) return false;
+  let changed = false;
+  const field = chunk ? 'delta' : 'message';
+  for (const choice of choices) {
+    if (!isPlainObject(choice) || typeof choice.text !== 'string' || field in choice) continue;
+    choice[field] = chunk ? { content: choice.text } : { role: 'assistant', content: choice.text };
+    delete choice.text;
+    changed = true;
+  }
+  return changed;
 }
 
 /** Normalises one response object or stream chunk in place; returns whether it changed. */
@@ -29,82 +41,39 @@ export function normalizeResponseObject(
   opts: NormalizeOptions,
   chunk: boolean,
 ): boolean {
-  let changed = false;
-  for (const key of ENGINE_RESPONSE_INTERNAL_FIELDS) {
-    if (key in body) {
-      delete body[key];
-      changed = true;
-    }
-  }
-  if (!opts.returnTokenIds) {
-    for (const key of TOKEN_ID_KEYS) {
-      if (key in body) {
-        delete body[key];
-        changed = true;
-      }
-    }
-  }
-  const choices = body.choices;
-  if (Array.isArray(choices)) {
-    for (const choice of choices) {
-      if (!isRecord(choice)) continue;
-      if (!opts.returnTokenIds) {
-        for (const key of TOKEN_ID_KEYS) {
-          if (key in choice) {
-            delete choice[key];
-            changed = true;
-          }
-        }
-      }
-      for (const key of ENGINE_RESPONSE_INTERNAL_FIELDS) {
-        if (key in choice) {
-          delete choice[key];
-          changed = true;
-        }
-      }
-      if (opts.route === 'chat' && typeof choice.text === 'string') {
-        const field = chunk ? 'delta' : 'message';
-        if (!(field in choice)) {
-          choice[field] = chunk ? { content: choice.text } : { role: 'assistant', content: choice.text };
-          delete choice.text;
-          changed = true;
-        }
-      }
-    }
-  }
-  if (opts.route === 'chat' && changed && typeof body.object === 'string') {
-    if (body.object === 'text_completion') {
-      body.object = chunk ? 'chat.completion.chunk' : 'chat.completion';
-    }
+  let changed = stripClientForbiddenFields(body, 'proxy', !opts.returnTokenIds);
+  if (opts.route !== 'chat') return changed;
+  if (reshapeTextChoices(body, chunk)) changed = true;
+  if (changed && body.object === 'text_completion') {
+    body.object = chunk ? 'chat.completion.chunk' : 'chat.completion';
   }
   return changed;
 }
 
+const CHAT_TEXT_MARK = '"text":';
+const CHAT_TEXT_MARK_BYTES = Buffer.from(CHAT_TEXT_MARK);
+
 /** Normalises a whole non-stream JSON response body; returns the bytes to send. */
 export function normalizeResponseBody(raw: Buffer, opts: NormalizeOptions): Buffer {
-  const text = raw.toString('utf8');
-  if (!needsWork(text, opts)) return raw;
+  const mayNeedWork =
+    mayCarryClientForbiddenFields(raw, 'proxy', !opts.returnTokenIds) ||
+    (opts.route === 'chat' && raw.includes(CHAT_TEXT_MARK_BYTES));
+  if (!mayNeedWork) return raw;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(raw.toString('utf8'));
   } catch {
     return raw;
   }
-  if (!isRecord(parsed)) return raw;
+  if (!isPlainObject(parsed)) return raw;
   return normalizeResponseObject(parsed, opts, false) ? Buffer.from(JSON.stringify(parsed)) : raw;
-}
-
-function hasInternalKey(text: string): boolean {
-  for (const mark of INTERNAL_KEY_MARKS) if (text.includes(mark)) return true;
-  return false;
 }
 
 /** Cheap test on the raw text: re-parse only frames that may carry something to remove or reshape. */
 function needsWork(text: string, opts: NormalizeOptions): boolean {
   return (
-    hasInternalKey(text) ||
-    (!opts.returnTokenIds && text.includes('token_ids"')) ||
-    (opts.route === 'chat' && text.includes('"text":'))
+    textMayCarryClientForbiddenFields(text, 'proxy', !opts.returnTokenIds) ||
+    (opts.route === 'chat' && text.includes(CHAT_TEXT_MARK))
   );
 }
 
@@ -160,7 +129,7 @@ export class SseNormalizer {
         } catch {
           return line;
         }
-        if (!isRecord(parsed) || !normalizeResponseObject(parsed, this.opts, true)) return line;
+        if (!isPlainObject(parsed) || !normalizeResponseObject(parsed, this.opts, true)) return line;
         return `data: ${JSON.stringify(parsed)}`;
       })
       .join('\n');

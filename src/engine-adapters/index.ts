@@ -24,6 +24,11 @@ export {
   type MetaserverParse,
 } from './metaserver-fields.js';
 export {
+  mayCarryClientForbiddenFields,
+  stripClientForbiddenFields,
+  type ClientFieldScope,
+} from './client-fields.js';
+export {
   normalizeResponseBody,
   normalizeResponseObject,
   SseNormalizer,

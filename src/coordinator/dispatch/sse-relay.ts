@@ -1,5 +1,5 @@
 import { isPlainObject } from '../../common/http.js';
-import { isInternalResponseKey, KV_TRANSFER_PARAMS_KEY, MOTOR_KEY_PREFIX } from '../../protocol/index.js';
+import { mayCarryClientForbiddenFields, stripClientForbiddenFields } from '../../engine-adapters/index.js';
 
 export interface ResponseRewrite {
   /** Cached prompt tokens reported by the prefill leg, merged into `usage.prompt_tokens_details`. */
@@ -9,29 +9,12 @@ export interface ResponseRewrite {
 }
 
 /**
- * Rewrites one response object (a non-stream body or one SSE chunk) in place: drops internal keys
- * (`_motor_*`, `kv_transfer_params`), token ids the client did not ask for, and merges the prefill
+ * Rewrites one response object (a non-stream body or one SSE chunk) in place: drops what a client
+ * may not see (`stripClientForbiddenFields`, shared with the engine proxy) and merges the prefill
  * leg's cached-token count into the usage. Returns whether anything changed.
  */
 export function rewriteResponseObject(obj: Record<string, unknown>, rw: ResponseRewrite): boolean {
-  let changed = false;
-  for (const key of Object.keys(obj)) {
-    if (isInternalResponseKey(key) || (rw.stripTokenIds && key === 'prompt_token_ids')) {
-      delete obj[key];
-      changed = true;
-    }
-  }
-  if (rw.stripTokenIds && Array.isArray(obj.choices)) {
-    for (const choice of obj.choices as unknown[]) {
-      if (!isPlainObject(choice)) continue;
-      for (const key of ['token_ids', 'prompt_token_ids']) {
-        if (key in choice) {
-          delete choice[key];
-          changed = true;
-        }
-      }
-    }
-  }
+  let changed = stripClientForbiddenFields(obj, 'coordinator', rw.stripTokenIds);
   if (rw.cachedTokens !== null && isPlainObject(obj.usage)) {
     const usage = obj.usage;
     const details = isPlainObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
@@ -46,17 +29,12 @@ const DONE = Buffer.from('data: [DONE]');
 const DONE_FRAME = Buffer.from('data: [DONE]\n\n');
 const ERROR_PREFIX = Buffer.from('data: {"error"');
 const MARK_USAGE = Buffer.from('"usage":{');
-const MARK_MOTOR = Buffer.from(`"${MOTOR_KEY_PREFIX}`);
-const MARK_KV = Buffer.from(`"${KV_TRANSFER_PARAMS_KEY}"`);
-const MARK_TOKEN_IDS = Buffer.from('token_ids"');
 
 /** Whether a response body (or chunk) holds anything `rewriteResponseObject` would change. */
 export function needsRewrite(buf: Buffer, rw: ResponseRewrite): boolean {
   return (
-    buf.includes(MARK_MOTOR) ||
-    buf.includes(MARK_KV) ||
-    (rw.cachedTokens !== null && buf.includes(MARK_USAGE)) ||
-    (rw.stripTokenIds && buf.includes(MARK_TOKEN_IDS))
+    mayCarryClientForbiddenFields(buf, 'coordinator', rw.stripTokenIds) ||
+    (rw.cachedTokens !== null && buf.includes(MARK_USAGE))
   );
 }
 
