@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { request } from 'undici';
 import { createLogger } from '../common/logger.js';
 import { FakeEngineClient, FakePeerClient, type EngineScript, type PeerScript } from './fake-clients.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from './options.js';
+import { http } from '../simulator/testing.js';
 import { startEngineProxy } from './server.js';
 
 /** The peers an in-process proxy may call; envelopes in the unit tests name these. */
@@ -60,23 +60,8 @@ export async function startInProcessProxy(
     createLogger('engine-proxy-test', 'silent'),
     { engine, peers },
   );
-  const call: InProcessProxy['call'] = async (method, path, body, callOpts = {}) => {
-    const res = await request(server.url + path, {
-      method,
-      headers:
-        body === undefined ? callOpts.headers : { 'content-type': 'application/json', ...callOpts.headers },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      signal: callOpts.signal,
-    });
-    const text = await res.body.text();
-    let json: unknown = undefined;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      // not JSON (SSE, plain text)
-    }
-    return { status: res.statusCode, headers: res.headers, text, json };
-  };
+  const call: InProcessProxy['call'] = (method, path, body, callOpts = {}) =>
+    http(server.url, method, path, body, callOpts.headers, callOpts.signal);
   return {
     url: server.url,
     engine,

@@ -20,9 +20,6 @@ export const BOOTSTRAP_KEY_PREFIX = 'bootstrap_';
 /** Engine-native fields that steer KV transfer in any supported engine; never next to an envelope. */
 export const KV_STEERING_FIELDS = [KV_TRANSFER_PARAMS_KEY, ...SGLANG_BOOTSTRAP_FIELDS] as const;
 
-/** Engine response fields a client never sees (Motor keys are matched by prefix: `isInternalResponseKey`). */
-export const ENGINE_RESPONSE_INTERNAL_FIELDS = [KV_TRANSFER_PARAMS_KEY] as const;
-
 /** A Motor envelope key (`_motor_*`). */
 export function isMotorKey(key: string): boolean {
   return key.startsWith(MOTOR_KEY_PREFIX);

@@ -15,11 +15,13 @@ export async function http(
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
+  signal?: AbortSignal,
 ): Promise<HttpResult> {
   const res = await request(base + path, {
     method: method as 'GET',
     headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    signal,
   });
   const text = await res.body.text();
   let json: unknown = undefined;
