@@ -4,15 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServer, listen } from './http.js';
 import { HttpError, renderError, type RenderableError } from './http-error.js';
 
-/** What each path renders: an error and, optionally, leading headers. */
-const CASES: Record<string, { err: RenderableError; leading?: Record<string, string> }> = {
+/** What each path renders: an error and, optionally, extra headers. */
+const CASES: Record<string, { err: RenderableError; extra?: Record<string, string> }> = {
   '/plain': { err: new HttpError(404, 'gone') },
-  '/trailing': { err: new HttpError(413, 'big', { headers: { connection: 'close', 'x-a': '1' } }) },
-  '/leading': {
+  '/own': { err: new HttpError(413, 'big', { headers: { connection: 'close', 'x-a': '1' } }) },
+  '/extra': {
     err: { status: 401, message: 'who', code: 'unauthorized' },
-    leading: { 'www-authenticate': 'Bearer', 'x-b': '2' },
+    extra: { 'www-authenticate': 'Bearer', 'x-b': '2' },
   },
-  '/both': { err: new HttpError(429, 'slow', { headers: { 'x-a': '1' } }), leading: { 'retry-after': '3' } },
+  '/both': { err: new HttpError(429, 'slow', { headers: { 'x-a': '1' } }), extra: { 'retry-after': '3' } },
 };
 
 let server: Server;
@@ -20,7 +20,7 @@ let base: string;
 beforeAll(async () => {
   server = createServer((req, res) => {
     const c = CASES[req.url ?? ''];
-    if (c) renderError(res, c.err, c.leading);
+    if (c) renderError(res, c.err, c.extra);
   });
   base = await listen(server, 0, '127.0.0.1');
 });
@@ -38,9 +38,10 @@ async function rendered(path: string): Promise<{ status: number; names: string[]
 describe('renderError', () => {
   it.each([
     ['/plain', 404, ['content-type', 'content-length']],
-    ['/trailing', 413, ['content-type', 'content-length', 'x-a']],
-    ['/leading', 401, ['www-authenticate', 'x-b', 'content-type', 'content-length']],
-    ['/both', 429, ['retry-after', 'content-type', 'content-length', 'x-a']],
+    // the error's own headers, then the extra ones, always ahead of content-type / content-length
+    ['/own', 413, ['x-a', 'content-type', 'content-length']],
+    ['/extra', 401, ['www-authenticate', 'x-b', 'content-type', 'content-length']],
+    ['/both', 429, ['x-a', 'retry-after', 'content-type', 'content-length']],
   ])('%s → %i with headers %j', async (path, status, names) => {
     const got = await rendered(path);
     expect(got.status).toBe(status);
@@ -48,7 +49,7 @@ describe('renderError', () => {
   });
 
   it('renders the OpenAI error body, the type derived from the status', async () => {
-    expect((await rendered('/leading')).body).toEqual({
+    expect((await rendered('/extra')).body).toEqual({
       error: { message: 'who', type: 'authentication_error', param: null, code: 'unauthorized' },
     });
   });

@@ -49,27 +49,30 @@ export class HttpError extends Error implements RenderableError {
 }
 
 /**
- * Answers with the error, or destroys the response when its headers are already out. `err.headers`
- * follow `content-type` and `content-length`; `leadingHeaders` are set on the response first, so they
- * come ahead of them (where the gateway's `retry-after` / `www-authenticate` always were).
+ * Answers with the error, or destroys the response when its headers are already out. The error's own
+ * headers and `extraHeaders` (e.g. a `www-authenticate` challenge shared by every 401) are set first,
+ * ahead of `content-type` and `content-length`, where every server always wrote them.
  */
 export function renderError(
   res: ServerResponse,
   err: RenderableError,
-  leadingHeaders?: Readonly<Record<string, string>>,
+  extraHeaders?: Readonly<Record<string, string>>,
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  if (leadingHeaders !== undefined) {
-    for (const [name, value] of Object.entries(leadingHeaders)) res.setHeader(name, value);
-  }
+  if (err.headers !== undefined) setHeaders(res, err.headers);
+  if (extraHeaders !== undefined) setHeaders(res, extraHeaders);
   const body = openAiError(
     err.message,
     err.type ?? errorTypeForStatus(err.status),
     err.param ?? null,
     err.code ?? null,
   );
-  sendJson(res, err.status, body, err.headers);
+  sendJson(res, err.status, body);
+}
+
+function setHeaders(res: ServerResponse, headers: Readonly<Record<string, string>>): void {
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }

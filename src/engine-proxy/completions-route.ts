@@ -9,7 +9,6 @@ import { passThrough } from './pass-through.js';
 import { runPrefillLeg } from './prefill-leg.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
-import { readRequestBody } from './request-body.js';
 import { prepareTriggerLeg } from './trigger-leg.js';
 
 /** How a Motor key starts in a JSON body written without escapes: `"_motor_`. */
@@ -25,7 +24,7 @@ export async function completionsRoute(
   res: ServerResponse,
   route: ClientRoute,
 ): Promise<void> {
-  const raw = await readRequestBody(ctx.bodies, req, res);
+  const raw = await ctx.bodies.raw(req);
   const path = route === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   // A byte search is enough only without JSON escapes: `"\u005fmotor_dispatch"` is the same key.
   if (raw.indexOf(MOTOR_KEY_OPENING) < 0 && raw.indexOf('\\u') < 0) {

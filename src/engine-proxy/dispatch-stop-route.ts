@@ -8,7 +8,6 @@ import {
 } from '../protocol/index.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
-import { readRequestJson } from './request-body.js';
 
 /**
  * `POST /v1/dispatch/stop` (conformance 29): stops the attempt if it is in flight here and answers
@@ -19,7 +18,7 @@ export async function dispatchStopRoute(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const stop = parseDispatchStopRequest(await readRequestJson(ctx.bodies, req, res));
+  const stop = parseDispatchStopRequest(await ctx.bodies.json(req));
   if (!stop.ok) {
     return sendError(
       res,

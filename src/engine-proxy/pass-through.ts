@@ -7,7 +7,6 @@ import {
 } from './http-clients.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
-import { readRequestBody } from './request-body.js';
 
 /** The frame's `noRoute`: every request no route takes passes through, with its body unless GET / HEAD. */
 export async function passThroughRoute(
@@ -17,8 +16,7 @@ export async function passThroughRoute(
   method: string,
   path: string,
 ): Promise<void> {
-  const body =
-    method === 'GET' || method === 'HEAD' ? undefined : await readRequestBody(ctx.bodies, req, res);
+  const body = method === 'GET' || method === 'HEAD' ? undefined : await ctx.bodies.raw(req);
   return passThrough(ctx, req, res, body, path);
 }
 

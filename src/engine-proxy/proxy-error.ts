@@ -94,16 +94,24 @@ export function sendError(res: ServerResponse, err: ProxyError): void {
  * bodies have no depth limit, so the frame's 404 / 405 / too-deep answers never occur.
  */
 export const PROXY_FRAME_ERRORS: FrameErrors = frameErrors({
-  // `connection: close` is set by `readRequestBody`, before the answer, where it always was.
-  bodyTooLarge: (limitBytes) => frameError('body_too_large', `request body exceeds ${limitBytes} bytes`),
+  // The rest of the body is never read: the connection cannot carry another request.
+  bodyTooLarge: (limitBytes) =>
+    frameError('body_too_large', `request body exceeds ${limitBytes} bytes`, CLOSE_CONNECTION),
   invalidJson: (message) => frameError('invalid_request', message),
   internal: () => frameError('internal', 'internal engine proxy error'),
 });
 
-function frameError(code: ProxyErrorCode, message: string): HttpError {
+const CLOSE_CONNECTION = Object.freeze({ connection: 'close' });
+
+function frameError(
+  code: ProxyErrorCode,
+  message: string,
+  headers?: Readonly<Record<string, string>>,
+): HttpError {
   return new HttpError(PROXY_ERROR_CODES[code].status, message, {
     type: PROXY_ERROR_CODES[code].type,
     code: wireCodeOf(code),
+    headers,
   });
 }
 

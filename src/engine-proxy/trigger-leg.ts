@@ -8,7 +8,6 @@ import type { Envelope } from './envelope.js';
 import { LegAttempt, type EngineCallProfile } from './leg-attempt.js';
 import type { PreparedPrefill, ProxyContext } from './proxy-context.js';
 import { ProxyError, sendError } from './proxy-error.js';
-import { readRequestJson } from './request-body.js';
 
 /** The trigger prefill relays the engine's answer (error or not) with its content-type and request id. */
 const TRIGGER_PREFILL: EngineCallProfile = {
@@ -57,7 +56,7 @@ export async function metaserverRoute(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const body = await readRequestJson(ctx.bodies, req, res);
+  const body = await ctx.bodies.json(req);
   const requestId = isPlainObject(body) && typeof body.request_id === 'string' ? body.request_id : null;
   if (requestId === null || requestId.length === 0) {
     ctx.metrics.metaserverCalls.inc({ outcome: 'invalid' });
