@@ -47,3 +47,9 @@ export function engineAdapterFor(kind: EngineKind): EngineAdapter {
 }
 
 export const ENGINE_ADAPTERS: readonly EngineAdapter[] = Object.values(ADAPTERS);
+export {
+  parseSglangServerInfo,
+  resolveSglangBootstrapPort,
+  SGLANG_SERVER_INFO_PATHS,
+  type SglangServerInfo,
+} from './sglang-server-info.js';
