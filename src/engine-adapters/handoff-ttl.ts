@@ -28,7 +28,10 @@ export function handoffTtlMs(payload: Readonly<Record<string, unknown>>, configu
 }
 
 /** Whether a completed handoff result can no longer be read: its KV blocks are freed by now. */
-export function handoffExpired(result: Pick<PrefillResult, 'status' | 'expires_at_ms'>, nowMs: number): boolean {
+export function handoffExpired(
+  result: Pick<PrefillResult, 'status' | 'expires_at_ms'>,
+  nowMs: number,
+): boolean {
   return result.status === 'completed' && result.expires_at_ms !== null && nowMs >= result.expires_at_ms;
 }
 

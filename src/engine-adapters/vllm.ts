@@ -154,7 +154,11 @@ export const vllmAdapter: EngineAdapter = {
       // the engine: the decode runs without KV params (README facts 8, 10, 11).
       if (kv === null || kv === undefined) return { ok: true, payload: {}, usage, skipped: true };
       if (typeof kv !== 'object' || Array.isArray(kv)) {
-        return adapterError(502, 'the prefill engine answered kv_transfer_params that is not an object', null);
+        return adapterError(
+          502,
+          'the prefill engine answered kv_transfer_params that is not an object',
+          null,
+        );
       }
     }
     const payload = typeof kv === 'object' && kv !== null ? (kv as Record<string, unknown>) : {};

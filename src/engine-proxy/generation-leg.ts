@@ -48,7 +48,10 @@ export async function runGenerationLeg(
   if (leg === 'handoff_decode' && prefillResult && handoffExpired(prefillResult, ctx.clock.now())) {
     // Started after the prefill engine freed the blocks (handoff-ttl.ts): reading them would fail
     // or hang; a plain decode recomputes the prompt instead.
-    ctx.log.warn({ request_id: dispatch.engine_request_id }, 'handoff expired before the decode; decoding without KV');
+    ctx.log.warn(
+      { request_id: dispatch.engine_request_id },
+      'handoff expired before the decode; decoding without KV',
+    );
     prefillResult = asSkippedHandoff(prefillResult);
   }
   const built = ctx.adapter.buildEngineRequest(leg, {
