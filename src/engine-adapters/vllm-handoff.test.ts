@@ -115,7 +115,7 @@ describe('handoff TTL', () => {
       'vllm-ascend/mooncake-hybrid-main/prefill-response.chat.json',
       DEFAULT_HANDOFF_TTL_MS,
     ],
-  ])('%s → %i ms', (_n, path, want) => {
+  ])('%s (%s) → %i ms', (_n, path, want) => {
     expect(handoffTtlMs(kvOf(path), DEFAULT_HANDOFF_TTL_MS)).toBe(want);
   });
 

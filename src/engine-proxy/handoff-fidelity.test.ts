@@ -48,7 +48,7 @@ describe('handoff prefill proxy against the engines’ prefill answers', () => {
     ['vLLM newest NIXL: the 30 s lease', 'vllm/nixl-newest/prefill-response.chat.json', 30_000],
     ['vLLM newest NIXL, EOS (params kept)', 'vllm/nixl-newest/prefill-response.eos.json', 30_000],
     ['vllm-ascend Mooncake v0.18', 'vllm-ascend/mooncake-v0.18/prefill-response.chat.json', 480_000],
-  ])('%s → completed, expires_at_ms = now + %i ms', async (_n, path, want) => {
+  ])('%s (%s) → completed, expires_at_ms = now + %i ms', async (_n, path, want) => {
     const body = fixtureBody(path);
     proxy = await startInProcessProxy({}, () => engineReply(200, body));
     const before = Date.now();
