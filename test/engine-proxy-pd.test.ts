@@ -123,7 +123,8 @@ describe('vLLM handoff through two proxies (conformance 17, 19)', () => {
     });
     expect(p.json.expires_at_ms).toBeGreaterThan(Date.now());
 
-    // Exactly what the prefill engine received (17): request_id, X-Request-Id, kv_transfer_params, no envelope.
+    // Exactly what the prefill engine received (17): request_id, X-Request-Id, kv_transfer_params,
+    // min_tokens 1 (so an EOS cannot end it: src/engine-adapters/vllm.ts), no envelope.
     const [pReq, ...pMore] = await recorded(simP.url, `${root}#a1`);
     expect(pMore).toEqual([]);
     expect(pReq!.headers['x-request-id']).toBe(`${root}#a1`);
@@ -131,6 +132,7 @@ describe('vLLM handoff through two proxies (conformance 17, 19)', () => {
       ...chatBody(PROMPT, { max_tokens: 1, stream: false }),
       request_id: `${root}#a1`,
       kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false },
+      min_tokens: 1,
     });
 
     const d = await post(
