@@ -11,8 +11,6 @@ export interface AuthRefusal {
   body: { error: 'Unauthorized' | 'Forbidden' };
 }
 
-const ruleFor = (engine: SimEngine): EngineAuthRule => (engine === 'sglang' ? RULES.sglang : RULES.vllm);
-
 const UNAUTHORIZED: AuthRefusal = { status: 401, body: { error: 'Unauthorized' } };
 
 /** Simulator-only routes (test hooks, sim-to-sim KV transfer): no engine has them, so no engine guards them. */
@@ -50,6 +48,8 @@ const RULES: Record<'vllm' | 'sglang', EngineAuthRule> = {
     keyHeader: 'x-api-key',
   },
 };
+
+const ruleFor = (engine: SimEngine): EngineAuthRule => (engine === 'sglang' ? RULES.sglang : RULES.vllm);
 
 /** Keys from the options; `null` = not configured. */
 export type AuthKeys = Pick<SimOptions, 'apiKey' | 'adminApiKey'>;
