@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEngineFixture } from '../../test/fixtures/engines/load.js';
-import { createLogger } from '../common/logger.js';
-import { parseSglangServerInfo } from '../engine-adapters/sglang-server-info.js';
-import type { SimRole } from './options.js';
-import { startSimulator, type RunningSimulator } from './server.js';
-import { SIM_SGLANG_VERSION } from './sglang-server-info.js';
-import { http } from './testing.js';
+import { loadEngineFixture } from './fixtures/engines/load.js';
+import { createLogger } from '../src/common/logger.js';
+import { parseSglangServerInfo } from '../src/engine-adapters/sglang-server-info.js';
+import type { SimRole } from '../src/simulator/options.js';
+import { startSimulator, type RunningSimulator } from '../src/simulator/server.js';
+import { SIM_SGLANG_VERSION } from '../src/simulator/sglang-server-info.js';
+import { http } from '../src/simulator/testing.js';
 
 const log = createLogger('test', 'silent');
 
