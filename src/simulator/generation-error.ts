@@ -28,7 +28,8 @@ export function generationErrorMessage(engine: SimEngine, id: string, g: GenRequ
  * "InternalServerError",param,code:500}}`, `data: [DONE]`; non-stream = 500 with that error object.
  *
  * SGLang (scheduler `prepare_abort(..., status_code=500)` → tokenizer_manager.py `_wait_one_response`):
- * - OpenAI stream: serving_chat.py / serving_completions.py turn an abort carrying an HTTPStatus into
+ * - OpenAI stream: serving_chat.py `_generate_chat_stream` (index 002897c23b; completions assumed alike,
+ *   not read) turns an abort carrying an HTTPStatus into
  *   `data: {"error":{object:"error",message,type:"INTERNAL_SERVER_ERROR",param:null,code:500}}` (the
  *   first event when nothing was generated), then the usage chunk when asked, then `data: [DONE]`.
  * - `/generate` stream: http_server.py `stream_results` relays the output as it is: a native event

@@ -61,7 +61,8 @@ interface SimHttp {
  *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/release
  * A SGLang prefill also serves its bootstrap rendezvous on `--bootstrap-port` (sglang-bootstrap-server.ts).
  * With `--api-key` / `--admin-api-key` every route is first checked by the engine's rule (auth.ts).
- * Every request but health, metrics, models and /debug/* is recorded with its body (unknown routes too).
+ * Every request but health, metrics, models, server info and /debug/* is recorded with its body (unknown
+ * routes too).
  */
 export async function startSimulator(
   partial: Partial<SimOptions> = {},
