@@ -48,6 +48,8 @@ export async function startSim(spec: SimSpec): Promise<MotorChild> {
     spec.engine ?? 'vllm',
     '--time-scale',
     '0.2',
+    // SGLang prefills bind a bootstrap server (default 8998): any free port, so clusters can coexist.
+    ...(spec.engine === 'sglang' && spec.role === 'prefill' ? ['--bootstrap-port', '0'] : []),
     ...(spec.args ?? []),
   ]);
 }
