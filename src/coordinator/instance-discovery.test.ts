@@ -188,7 +188,10 @@ async function fakeSglang(
   bootstrapPort: number,
   oldPath = false,
 ): Promise<{ url: string; bodies: Array<Record<string, unknown>> }> {
-  const info = { ...fixtureBody('sglang/server/server-info.json'), disaggregation_mode: mode };
+  const info: Record<string, unknown> = {
+    ...fixtureBody('sglang/server/server-info.json'),
+    disaggregation_mode: mode,
+  };
   const model = String(info.model_path);
   const bodies: Array<Record<string, unknown>> = [];
   const reader = new BodyReader({ maxBytes: 1 << 20 });
