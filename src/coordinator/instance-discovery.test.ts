@@ -119,9 +119,11 @@ describe('discovery in proxy mode: `{url, role}` per engine proxy is enough', ()
     const c = await coordinator([{ id: 'p', url: gate.url, role: 'prefill' }]);
     const before = await http(c.url, 'GET', '/ready');
     expect(before.json.instances.p).toMatch(/^not scheduled: capabilities not discovered yet/);
+    // The source hears of the outcome first (it subscribed at start-up), this listener after it.
+    const discovered = new Promise((resolve) => c.controlPlane!.discovery.onChange(resolve));
     gate.open();
-    await c.controlPlane!.discovery.settled();
-    await waitFor(() => c.controlPlane!.source.routable().length === 1);
+    expect(await discovered).toBe('p');
+    expect(c.controlPlane!.source.routable().map((i) => i.id)).toEqual(['p']);
     expect(c.controlPlane!.source.get('p')?.dispatchCapabilities).toEqual(['prefill_handoff_decode']);
   });
 });
@@ -154,14 +156,6 @@ describe('discovery in direct mode: SGLang server info', () => {
     expect(c.controlPlane!.source.get('prefill-0')?.bootstrapPort).toBe(9200);
   });
 });
-
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 async function serve(server: Server): Promise<string> {
   const url = await listen(server, 0, '127.0.0.1');
