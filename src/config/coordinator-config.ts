@@ -40,10 +40,7 @@ export const instanceConfigSchema = z
     engine: z
       .enum(['vllm', 'sglang'])
       .optional()
-      .describe(
-        'engine kind behind the URL (SGLang instances advertise `concurrent_engine_sync`: the bootstrap flow); ' +
-          'unset: mode proxy asks the proxy (`GET /v1/motor/info`), mode direct means `vllm`',
-      ),
+      .describe('engine kind behind the URL; unset: the proxy says (mode proxy), `vllm` (mode direct)'),
     dispatchProfile: z
       .string()
       .optional()
@@ -303,20 +300,13 @@ export const coordinatorConfigSchema = z.strictObject({
 export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;
 export type InstanceConfig = z.output<typeof instanceConfigSchema>;
 
-/** Which instance facts the config set itself (the rest may be discovered: docs/coordinator.md). */
-export interface ConfiguredFacts {
-  engine: boolean;
-  /** `dispatchProfile`, `kvTransferConfig`, `dispatchCapabilities` or `engine: sglang`. */
-  capabilities: boolean;
-}
-
 /** An instance after validation: capabilities and profile resolved. */
 export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities' | 'engine'> {
   id: string;
   /** The configured engine, else `vllm` until discovery says otherwise. */
   engine: EngineKind;
-  /** Absent on instances that did not come from the config file. */
-  configured?: ConfiguredFacts;
+  /** What the config set itself (the rest may be discovered); absent on instances from elsewhere. */
+  configured?: { engine: boolean; capabilities: boolean };
   /** Index in the static list (the envelope's `instance_id`). */
   index: number;
   dispatchCapabilities: DispatchPlan[];
@@ -382,14 +372,8 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
     } else {
       capabilities = dispatchCapabilitiesForProfile(profile) as DispatchPlan[];
     }
-    const configured: ConfiguredFacts = {
-      engine: inst.engine !== undefined,
-      capabilities:
-        inst.dispatchProfile !== undefined ||
-        inst.kvTransferConfig !== undefined ||
-        inst.dispatchCapabilities !== undefined ||
-        inst.engine === 'sglang',
-    };
+    const named = [inst.dispatchProfile, inst.kvTransferConfig, inst.dispatchCapabilities].some(Boolean);
+    const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
     return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured };
   });
   if (parsed.data.observability.requireApiKey && parsed.data.server.apiKeys.length === 0)
