@@ -4,16 +4,27 @@ import { parseSglangServerInfo, SGLANG_SERVER_INFO_PATHS } from '../engine-adapt
 import { parseModelList, parseProxyInfo, type DiscoveryProbe } from './discovery-reconcile.js';
 
 /** GET `path` on `base` as JSON; throws with a one-line reason (status, timeout, not JSON). */
-export type JsonGetter = (base: string, path: string, signal: AbortSignal) => Promise<unknown>;
+export type JsonGetter = (
+  base: string,
+  path: string,
+  signal: AbortSignal,
+  headers: Record<string, string>,
+) => Promise<unknown>;
 
-/** Reads an instance's own description, every request bounded by `timeoutMs`. Never throws. */
+/**
+ * Reads an instance's own description, every request bounded by `timeoutMs`. Never throws.
+ * `apiKey`: the engine's key in direct mode (vLLM guards `/v1/*`, SGLang every route but health).
+ */
 export async function probeInstance(
   instance: ResolvedInstance,
   get: JsonGetter,
   timeoutMs: number,
+  apiKey?: string,
 ): Promise<DiscoveryProbe> {
+  const headers: Record<string, string> =
+    apiKey !== undefined && instance.mode === 'direct' ? { authorization: `Bearer ${apiKey}` } : {};
   const read = async <T>(path: string, parse: (json: unknown) => T | null): Promise<T> => {
-    const parsed = parse(await get(instance.url, path, AbortSignal.timeout(timeoutMs)));
+    const parsed = parse(await get(instance.url, path, AbortSignal.timeout(timeoutMs), headers));
     if (parsed === null) throw new Error(`GET ${path}: unexpected body`);
     return parsed;
   };
@@ -60,8 +71,8 @@ async function settle<T>(p: Promise<T>): Promise<{ info: T | null; error: string
 export function httpJsonGetter(): { get: JsonGetter; close(): Promise<void> } {
   const agent = new Agent({ keepAliveTimeout: 10_000, connections: 2 });
   return {
-    get: async (base, path, signal) => {
-      const res = await request(`${base}${path}`, { method: 'GET', dispatcher: agent, signal });
+    get: async (base, path, signal, headers) => {
+      const res = await request(`${base}${path}`, { method: 'GET', headers, dispatcher: agent, signal });
       const text = await res.body.text();
       if (res.statusCode < 200 || res.statusCode > 299)
         throw new Error(`GET ${path}: HTTP ${res.statusCode}`);

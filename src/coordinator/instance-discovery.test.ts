@@ -128,6 +128,20 @@ describe('discovery in proxy mode: `{url, role}` per engine proxy is enough', ()
   });
 });
 
+describe('discovery and run-time registrations', () => {
+  it('a registration of a config id wins: discovery no longer speaks for it', async () => {
+    const p = await simBehindProxy('prefill');
+    const c = await coordinator([{ id: 'p', url: p, role: 'union', dispatchProfile: 'trigger' }]);
+    const plane = c.controlPlane!;
+    expect(plane.source.problems()).toEqual({
+      p: expect.stringContaining('role: config says union, the proxy serves prefill') as unknown,
+    });
+    await plane.registry.register({ id: 'p', role: 'prefill', url: p, dispatch_capabilities: [] });
+    expect(plane.source.get('p')).toMatchObject({ role: 'prefill', dispatchCapabilities: [] });
+    expect(plane.source.problems()).toEqual({});
+  });
+});
+
 describe('discovery in direct mode: SGLang server info', () => {
   it('gives both legs the bootstrap port /server_info reports (not the HTTP port)', async () => {
     const [p, d] = await Promise.all([fakeSglang('prefill', 9100), fakeSglang('decode', 8998)]);

@@ -12,6 +12,8 @@ export interface InstanceDiscoveryOptions {
   get: JsonGetter;
   /** Bound of every discovery request. */
   timeoutMs: number;
+  /** A direct-mode instance's engine API key, sent as `Authorization: Bearer`. */
+  apiKeyFor?: (id: string) => string | undefined;
   log?: Logger;
 }
 
@@ -100,7 +102,8 @@ export class InstanceDiscovery {
   }
 
   private async round(instance: ResolvedInstance): Promise<void> {
-    const probe = await probeInstance(instance, this.options.get, this.options.timeoutMs);
+    const { get, timeoutMs, apiKeyFor } = this.options;
+    const probe = await probeInstance(instance, get, timeoutMs, apiKeyFor?.(instance.id));
     if (this.closed) return;
     const outcome = reconcile(instance, probe);
     const previous = this.outcomes.get(instance.id);
