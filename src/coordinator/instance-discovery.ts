@@ -84,10 +84,13 @@ export class InstanceDiscovery {
     this.listeners.clear();
   }
 
-  /** Starts one round for `id`; a request during a round runs one more after it. */
+  /** Starts one round for `id` (at its current URL); a request during a round runs one more after it. */
   discover(id: string): void {
-    const instance = this.configured.get(id);
-    if (!instance || this.closed) return;
+    const configured = this.configured.get(id);
+    const record = this.options.registry.get(id);
+    // A run-time registration of the same id replaced the config's record: it speaks for itself.
+    if (!configured || !record || record.source !== 'static' || this.closed) return;
+    const instance = { ...configured, url: record.url };
     if (this.running.has(id)) {
       this.again.add(id);
       return;
