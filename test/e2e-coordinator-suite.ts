@@ -224,7 +224,10 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
         expect(String(p[0]!.body.bootstrap_room)).toBe(String(d[0]!.body.bootstrap_room));
         expect(p[0]!.body.bootstrap_host).toBe('127.0.0.1');
         expect(d[0]!.body.bootstrap_host).toBe('127.0.0.1');
-        expect(d[0]!.body.bootstrap_port).toBe(Number(new URL(P!.url).port));
+        // The port SGLang reports (`disaggregation_bootstrap_port`), learned by the coordinator (direct)
+        // or the prefill's proxy: never the prefill's HTTP port.
+        const info = (await http(P!.url, 'GET', '/server_info')).json as Record<string, unknown>;
+        expect(d[0]!.body.bootstrap_port).toBe(info.disaggregation_bootstrap_port);
       }
     });
 

@@ -8,6 +8,7 @@ import {
   explainEngineProfile,
   type DispatchPlan,
   type DispatchProfile,
+  type EngineKind,
 } from '../protocol/index.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 
@@ -38,15 +39,14 @@ export const instanceConfigSchema = z
       ),
     engine: z
       .enum(['vllm', 'sglang'])
-      .default('vllm')
-      .describe(
-        'engine kind behind the URL (SGLang instances advertise `concurrent_engine_sync`: the bootstrap flow)',
-      ),
+      .optional()
+      .describe('engine kind behind the URL; unset: the proxy says (mode proxy), `vllm` (mode direct)'),
     dispatchProfile: z
       .string()
       .optional()
       .describe(
-        'explicit profile: trigger | handoff | bootstrap (or a plan name); wins over kvTransferConfig',
+        'explicit profile: trigger | handoff | bootstrap (or a plan name); wins over kvTransferConfig and ' +
+          "over what a proxy reports (unset in mode proxy: the proxy's `/v1/motor/info`)",
       ),
     kvTransferConfig: z
       .record(z.string(), z.unknown())
@@ -65,15 +65,17 @@ export const instanceConfigSchema = z
     models: z
       .array(z.string().min(1))
       .default([])
-      .describe('model names served (routing and `/v1/models`); empty = any model, not listed'),
+      .describe(
+        "model names served (routing and `/v1/models`); empty = any model, and `/v1/models` lists the engine's own",
+      ),
     bootstrapPort: z
       .int()
       .min(1)
       .max(65535)
       .optional()
       .describe(
-        'direct SGLang prefill: bootstrap port given to both legs (default: the URL port, as `motor sim` ' +
-          'serves it; real SGLang: 8998)',
+        "direct SGLang prefill: bootstrap port given to both legs when the engine's `/server_info` reports " +
+          "none (default SGLang's own 8998, never the HTTP port)",
       ),
   })
   .describe('one engine instance');
@@ -299,8 +301,12 @@ export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;
 export type InstanceConfig = z.output<typeof instanceConfigSchema>;
 
 /** An instance after validation: capabilities and profile resolved. */
-export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities'> {
+export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities' | 'engine'> {
   id: string;
+  /** The configured engine, else `vllm` until discovery says otherwise. */
+  engine: EngineKind;
+  /** What the config set itself (the rest may be discovered); absent on instances from elsewhere. */
+  configured?: { engine: boolean; capabilities: boolean };
   /** Index in the static list (the envelope's `instance_id`). */
   index: number;
   dispatchCapabilities: DispatchPlan[];
@@ -345,12 +351,13 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
   const seen = new Set<string>();
   const instances = parsed.data.instances.map((inst, index): ResolvedInstance => {
     const id = inst.id ?? `${inst.role}-${index}`;
+    const engine: EngineKind = inst.engine ?? 'vllm';
     if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
     seen.add(id);
     let profile: DispatchProfile = 'unknown';
     try {
       const config = inst.kvTransferConfig ? { kv_transfer_config: inst.kvTransferConfig } : {};
-      profile = explainEngineProfile(config, inst.engine, inst.dispatchProfile).profile;
+      profile = explainEngineProfile(config, engine, inst.dispatchProfile).profile;
     } catch (err) {
       if (!(err instanceof DispatchProfileError)) throw err;
       issues.push(`instances[${index}].dispatchProfile: ${err.message}`);
@@ -359,13 +366,15 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
     if (inst.dispatchCapabilities !== undefined) {
       capabilities = [...dispatchPlansFromCapabilities(inst.dispatchCapabilities)];
       if (profile === 'unknown' && capabilities.includes('concurrent_engine_sync')) {
-        profile = inst.engine === 'sglang' ? 'bootstrap' : 'trigger';
+        profile = engine === 'sglang' ? 'bootstrap' : 'trigger';
       }
       if (profile === 'unknown' && capabilities.includes('prefill_handoff_decode')) profile = 'handoff';
     } else {
       capabilities = dispatchCapabilitiesForProfile(profile) as DispatchPlan[];
     }
-    return { ...inst, id, index, dispatchCapabilities: capabilities, profile };
+    const named = [inst.dispatchProfile, inst.kvTransferConfig, inst.dispatchCapabilities].some(Boolean);
+    const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
+    return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured };
   });
   if (parsed.data.observability.requireApiKey && parsed.data.server.apiKeys.length === 0)
     issues.push('observability.requireApiKey: needs server.apiKeys');
