@@ -21,6 +21,11 @@ export const FaultConfigSchema = z.strictObject({
   hang_before_first_token_ms: z.number().int().min(-1),
   /** Kill the connection after N output tokens (stream: mid-stream; non-stream: no response). -1 = off. */
   die_after_tokens: z.number().int().min(-1),
+  /**
+   * vllm-ascend decode only: the RecomputeScheduler evicts the request after N output tokens, which
+   * then ends with finish_reason "stop", stop_reason "recomputed" (engine-profiles.ts `recompute`). -1 = off.
+   */
+  recompute_after: z.number().int().min(-1),
   /** Multiplies every decode step (≥ 1 slows down). */
   slow_decode_factor: z.number().positive(),
   /** Close accepted sockets at once: N = the next N connections, -1 = all, 0 = off. */
@@ -39,6 +44,7 @@ export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
   seed: 1,
   hang_before_first_token_ms: 0,
   die_after_tokens: -1,
+  recompute_after: -1,
   slow_decode_factor: 1,
   refuse_connections: 0,
   match_path: null,
@@ -51,10 +57,17 @@ export interface ActiveFaults {
   errorStatus: number | null;
   hangMs: number;
   dieAfterTokens: number;
+  recomputeAfter: number;
   slowFactor: number;
 }
 
-const NONE: ActiveFaults = Object.freeze({ errorStatus: null, hangMs: 0, dieAfterTokens: -1, slowFactor: 1 });
+const NONE: ActiveFaults = Object.freeze({
+  errorStatus: null,
+  hangMs: 0,
+  dieAfterTokens: -1,
+  recomputeAfter: -1,
+  slowFactor: 1,
+});
 
 export class Faults {
   private cfg: FaultConfig = { ...NO_FAULTS };
@@ -82,6 +95,7 @@ export class Faults {
       c.error_next > 0 ||
       c.hang_before_first_token_ms !== 0 ||
       c.die_after_tokens >= 0 ||
+      c.recompute_after >= 0 ||
       c.slow_decode_factor !== 1;
     return this.config;
   }
@@ -117,6 +131,7 @@ export class Faults {
       errorStatus: fail ? c.error_status : null,
       hangMs: c.hang_before_first_token_ms,
       dieAfterTokens: c.die_after_tokens,
+      recomputeAfter: c.recompute_after,
       slowFactor: c.slow_decode_factor,
     };
   }

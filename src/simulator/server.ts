@@ -101,7 +101,13 @@ export async function startSimulator(
   core.kv.advertised = bootstrapAddressFromUrl(url, {
     host: opts.advertiseHost ?? (wildcard ? '127.0.0.1' : null),
   });
-  logListening(logger, { url, role: opts.role, engine: opts.engine, engine_id: opts.engineId });
+  logListening(logger, {
+    url,
+    role: opts.role,
+    engine: opts.engine,
+    engine_version: core.profile.version,
+    engine_id: opts.engineId,
+  });
   return {
     url,
     core,
@@ -123,7 +129,7 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, { opts, core, post }: Si
         id: opts.model,
         object: 'model',
         created: Math.floor(Date.now() / 1000),
-        owned_by: opts.engine,
+        owned_by: opts.engine === 'sglang' ? 'sglang' : 'vllm',
         root: opts.model,
         parent: null,
         max_model_len: opts.maxModelLen,
@@ -194,6 +200,7 @@ function addDebugRoutes(
     .add('GET', '/debug/info', (_req, res) =>
       sendJson(res, 200, {
         engine: opts.engine,
+        engine_version: core.profile.version,
         role: opts.role,
         kv_connector: opts.kvConnector,
         engine_id: opts.engineId,
@@ -201,6 +208,8 @@ function addDebugRoutes(
         block_size: opts.blockSize,
         kv_blocks: opts.kvBlocks,
         max_num_seqs: opts.maxNumSeqs,
+        kv_lease_ms: core.kv.leaseMs,
+        eos_at: opts.eosAt,
         time_scale: opts.timeScale,
         advertised: core.kv.advertised,
       }),
