@@ -127,7 +127,9 @@ describe('vLLM P/D: handoff (NixlConnector) and trigger (MooncakeLayerwiseConnec
     expect((await post(d.url, '/v1/chat/completions', body)).status).toBe(200);
     const again = await post(d.url, '/v1/chat/completions', body);
     expect(again.status).toBe(500);
-    expect(again.json.error.message).toMatch(/KV transfer failed.*no KV blocks held for request chatcmpl-h-twice-/);
+    expect(again.json.error.message).toMatch(
+      /KV transfer failed.*no KV blocks held for request chatcmpl-h-twice-/,
+    );
   });
 
   it('lease expiry releases the blocks; a late decode fails', async () => {

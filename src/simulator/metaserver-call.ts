@@ -7,7 +7,7 @@ export interface MetaserverFields {
   host: string;
   port: number;
   /** Blocks allocated for the external (remote) tokens; empty when none are needed. */
-  blockIds: number[];
+  blockIds: readonly number[];
   blockSize: number;
   /** Tokens the decode already has (vLLM request.num_computed_tokens). */
   cachedTokens: number;
