@@ -37,7 +37,7 @@ function shape(v: unknown): unknown {
 }
 
 /** A fixture's request body, for this simulator's model. */
-const request = (path: string, extra: Record<string, unknown> = {}) => ({
+const request = (path: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   ...fixtureBody(path),
   model: MODEL,
   ...extra,
