@@ -30,6 +30,8 @@ export interface EngineProfile {
   paramsOnEos: boolean;
   /** Default hold of unread handoff KV (ms): NIXL/Mooncake abort timeout, or newest NIXL's lease. */
   leaseMs: number;
+  /** A waiting handoff decode renews the prefill's lease by heartbeats (newest NIXL only). */
+  heartbeat: boolean;
   /** vLLM ≥ 0.14 engine-internal ids are `<external id>-<8 hex>` (remote_request_id carries them). */
   internalIdSuffix: boolean;
   /** Layer-wise metaserver body (null: the engine has no trigger flow, e.g. SGLang). */
@@ -54,6 +56,7 @@ const ASCEND: Omit<EngineProfile, 'version' | 'handoff' | 'metaserver' | 'metase
     paramsOnEos: false,
     // VA mooncake_connector.py (v0.13.0–v0.17.0rc1 VLLM_NIXL_…, v0.18.0/main VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT).
     leaseMs: ABORT_TIMEOUT_MS,
+    heartbeat: false,
     // vllm-ascend v0.14.0rc1+ runs on vLLM ≥ 0.14 (VL v1/engine/input_processor.py assign_request_id).
     internalIdSuffix: true,
   };
@@ -68,6 +71,8 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     hybridHandoff: null,
     paramsOnEos: true, // same function: FINISHED_LENGTH_CAPPED and FINISHED_STOPPED
     leaseMs: NIXL_LEASE_MS,
+    // VL nixl/base_scheduler.py on_new_request / build_connector_meta: every kv_lease_duration // 6.
+    heartbeat: true,
     internalIdSuffix: true,
     // vLLM has no layer-wise connector: the trigger flow is served as vllm-ascend main does (VA LW).
     metaserver: 'v0.17',
@@ -83,6 +88,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     hybridHandoff: null,
     paramsOnEos: false,
     leaseMs: ABORT_TIMEOUT_MS,
+    heartbeat: false,
     internalIdSuffix: true, // remote_request_id = internal id with suffix (fixture prefill-response.chat.json)
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
@@ -161,6 +167,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     hybridHandoff: null,
     paramsOnEos: false,
     leaseMs: ABORT_TIMEOUT_MS,
+    heartbeat: false,
     internalIdSuffix: false,
     metaserver: null,
     metaserverIdSuffix: false,

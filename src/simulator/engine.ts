@@ -43,7 +43,7 @@ export class SimCore {
     this.cache = new PrefixCache(opts.blockSize, opts.kvBlocks);
     this.scheduler = new Scheduler(opts.maxNumSeqs);
     this.blocks = new BlockAllocator(opts.kvBlocks);
-    this.kv = new KvTransfer(opts, this.profile, this.blocks, this.cache, log);
+    this.kv = new KvTransfer(opts, this.profile, this.scheduler, this.blocks, this.cache, log);
     this.ledger = new Ledger(opts.ledgerMax);
     this.faults = new Faults(opts.faults);
     this.metrics = new SimMetrics(opts.model, () => ({

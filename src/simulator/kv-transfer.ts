@@ -12,8 +12,11 @@ import type { GenRequest } from './request-body.js';
 import type { OutputEnd } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
-import { AbortedError, delay, transferMs } from './timing.js';
+import { AbortedError, delay, transferMs, type Scheduler } from './timing.js';
 import { OUTPUT_VOCAB } from './tokens.js';
+
+/** The decode heartbeats only with all of these in its params (VL nixl/base_scheduler.py on_new_request). */
+const HEARTBEAT_FIELDS = ['remote_engine_id', 'remote_request_id', 'remote_host', 'remote_port', 'tp_size'];
 
 /** `_access_metaserver` tries the POST 3 times, only when it raises (VA LW, every tag v0.13.0 … main). */
 const METASERVER_TRIES = 3;
@@ -39,6 +42,7 @@ export class KvTransfer {
   constructor(
     private readonly opts: SimOptions,
     private readonly profile: EngineProfile,
+    private readonly scheduler: Scheduler,
     private readonly blocks: BlockAllocator,
     private readonly cache: PrefixCache,
     private readonly log: Logger,
@@ -150,7 +154,17 @@ export class KvTransfer {
     const blockIds = flatBlockIds(requireField(kv, 'remote_block_ids', isBlockIds, 'an array of block ids'));
     // vllm-ascend v0.13 sends no remote_request_id: both sides use the same external id then.
     const remoteId = isString(kv.remote_request_id) ? kv.remote_request_id : run.internalId;
-    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/internal/kv/pull`;
+    const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    // vLLM starts the KV load only when the scheduler picks the request from its waiting queue
+    // (a free running slot); meanwhile newest NIXL's decode keeps the prefill's lease alive.
+    const beat = this.profile.heartbeat && HEARTBEAT_FIELDS.every((k) => kv[k] !== undefined && kv[k] !== null);
+    const stopBeats = beat ? this.heartbeat(`${origin}/internal/kv/heartbeat`, remoteId) : null;
+    try {
+      await this.scheduler.whenFree(run.signal);
+    } finally {
+      stopBeats?.();
+    }
+    const url = `${origin}/internal/kv/pull`;
     let r;
     try {
       r = await this.peers.postJson(
@@ -180,6 +194,19 @@ export class KvTransfer {
       );
     }
     return r.body as KvPayload;
+  }
+
+  /** Heartbeats to the prefill every lease / 6 (this engine's own kv_lease_duration), now and on; returns stop. */
+  private heartbeat(url: string, remoteId: string): () => void {
+    const send = (): void => {
+      this.peers
+        .postJson(url, { remote_request_id: remoteId }, this.leaseMs, undefined)
+        .catch((err: Error) => this.log.debug({ url, err: err.message }, 'kv heartbeat failed'));
+    };
+    send();
+    const timer = setInterval(send, Math.max(1, Math.floor(this.leaseMs / 6)));
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   // ---- P/D: vLLM trigger (decode calls the metaserver, prefill pushes) -----------------------

@@ -20,7 +20,7 @@ export interface RunningSimulator {
   close(): Promise<void>;
 }
 
-const NOT_RECORDED = new Set(['/health', '/metrics', '/v1/models']);
+const NOT_RECORDED = new Set(['/health', '/metrics', '/v1/models', '/internal/kv/heartbeat']);
 const recorded = (path: string): boolean => !NOT_RECORDED.has(path) && !path.startsWith('/debug/');
 
 /** The simulator's wording of the frame's errors: OpenAI-style, no codes (as vLLM's server). */
@@ -49,7 +49,8 @@ interface SimHttp {
  *   POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics
  *   POST /abort_request (SGLang)            GET /debug/info
  *   GET|POST|DELETE /debug/faults           GET|DELETE /debug/recorded       GET|DELETE /debug/requests
- *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/release | /internal/bootstrap/join
+ *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/heartbeat | /internal/kv/release
+ *   POST /internal/bootstrap/join
  * Every request but health, metrics, models and /debug/* is recorded with its body (unknown routes too).
  */
 export async function startSimulator(
@@ -181,6 +182,11 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, { opts, core, post }: Si
     )
     .add(
       'POST',
+      '/internal/kv/heartbeat',
+      post('/internal/kv/heartbeat', (_req, res, text) => internalHeartbeat(core, res, text)),
+    )
+    .add(
+      'POST',
       '/internal/kv/release',
       post('/internal/kv/release', (_req, res, text) => internalRelease(core, res, text)),
     )
@@ -289,6 +295,14 @@ function internalPush(core: SimCore, res: ServerResponse, text: string): void {
     throw new HttpError(404, `no decode request ${body.request_id} is waiting for KV on this instance`);
   }
   sendJson(res, 200, { request_id: body.request_id, accepted: true });
+}
+
+/** A decode's lease heartbeat (newest NIXL): the held KV of the request runs a full lease from now. */
+function internalHeartbeat(core: SimCore, res: ServerResponse, text: string): void {
+  const body = parseObject(text);
+  if (typeof body.remote_request_id !== 'string')
+    throw new HttpError(400, "'remote_request_id' must be a string");
+  sendJson(res, 200, { renewed: core.kv.held.renew(body.remote_request_id, core.kv.leaseMs) });
 }
 
 function internalRelease(core: SimCore, res: ServerResponse, text: string): void {
