@@ -50,6 +50,9 @@ describe.each([
   ['vllm', 'nixl-2026-01', null, TOY_PREFILL, 'vllm/nixl-2026-01/prefill-response.chat.json'],
   ['vllm', 'nixl-newest', null, TOY_PREFILL, 'vllm/nixl-newest/prefill-response.chat.json'],
   ['vllm-ascend', 'v0.13', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.13/prefill-response.chat.json'],
+  ['vllm-ascend', 'v0.14', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.14/prefill-response.chat.json'],
+  ['vllm-ascend', 'v0.15', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.18/prefill-response.chat.json'],
+  ['vllm-ascend', 'v0.17', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.18/prefill-response.chat.json'],
   ['vllm-ascend', 'v0.18', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.18/prefill-response.chat.json'],
   ['vllm-ascend', 'main', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-main/prefill-response.chat.json'],
   [

@@ -157,7 +157,8 @@ export class KvTransfer {
     const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     // vLLM starts the KV load only when the scheduler picks the request from its waiting queue
     // (a free running slot); meanwhile newest NIXL's decode keeps the prefill's lease alive.
-    const beat = this.profile.heartbeat && HEARTBEAT_FIELDS.every((k) => kv[k] !== undefined && kv[k] !== null);
+    const beat =
+      this.profile.heartbeat && HEARTBEAT_FIELDS.every((k) => kv[k] !== undefined && kv[k] !== null);
     const stopBeats = beat ? this.heartbeat(`${origin}/internal/kv/heartbeat`, remoteId) : null;
     try {
       await this.scheduler.whenFree(run.signal);
