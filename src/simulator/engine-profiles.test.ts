@@ -21,7 +21,7 @@ describe('resolveProfile', () => {
       'v0.13',
       /unknown --engine-version 'v0.13' for --engine vllm \(expected one of: nixl-newest, nixl-2026-01\)/,
     ],
-    ['vllm-ascend', 'v9', /expected one of: main, v0.18, v0.17, v0.15, v0.14, v0.13, v0.16/],
+    ['vllm-ascend', 'v9', /expected one of: main, v0.18, v0.17, v0.16, v0.15, v0.14, v0.13/],
     ['tgi' as SimEngine, null, /unknown engine 'tgi'/],
   ] as const)('%s %s → one-line error', (engine, version, msg) => {
     expect(() => resolveProfile(engine, version)).toThrow(msg);

@@ -178,7 +178,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
 /** Release families accepted by `--engine-version`, per engine, newest first. */
 export const ENGINE_VERSIONS: Readonly<Record<SimEngine, readonly string[]>> = {
   vllm: versionsOf('vllm'),
-  'vllm-ascend': [...versionsOf('vllm-ascend'), 'v0.16'],
+  'vllm-ascend': versionsOf('vllm-ascend').flatMap((v) => (v === 'v0.15' ? ['v0.16', v] : [v])),
   sglang: versionsOf('sglang'),
 };
 
