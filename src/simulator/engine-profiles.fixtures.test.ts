@@ -263,3 +263,16 @@ it.each([
   });
   expect(r.json.choices[0]).toMatchObject({ finish_reason: 'length', stop_reason: null });
 });
+
+it.each([
+  ['vllm', null, null, 'nixl-newest', 30_000],
+  ['vllm', 'nixl-2026-01', null, 'nixl-2026-01', 480_000],
+  ['vllm-ascend', 'v0.16', 1234, 'v0.15', 1234],
+] as const)(
+  '/debug/info reports %s %s (lease %s) as %s, lease %i',
+  async (engine, version, lease, want, ms) => {
+    const s = await sim({ engine, engineVersion: version, kvLeaseMs: lease });
+    const info = (await (await fetch(`${s.url}/debug/info`)).json()) as Record<string, unknown>;
+    expect(info).toMatchObject({ engine, engine_version: want, kv_lease_ms: ms });
+  },
+);
