@@ -18,11 +18,8 @@ export {
 } from './vllm.js';
 export { sglangAdapter, SGLANG_DEFAULT_BOOTSTRAP_PORT } from './sglang.js';
 export { withoutMotorFields } from './leg-kind.js';
-export {
-  metaserverKvFieldsSchema,
-  parseMetaserverKvFields,
-  type MetaserverParse,
-} from './metaserver-fields.js';
+export { metaserverRequestId, parseMetaserverKvFields, type MetaserverParse } from './metaserver-fields.js';
+export { engineRequestIdCandidates, findByCandidates } from './engine-request-id.js';
 export {
   mayCarryClientForbiddenFields,
   stripClientForbiddenFields,

@@ -67,7 +67,9 @@ function sendPrefill(attempt: Attempt, route: PdRoute, input: LegInput): Prefill
 
 /**
  * A stock vLLM prefill has no metaserver: the coordinator serves it (gateway `POST /v1/metaserver`)
- * and runs the prefill leg when the decode engine's connector calls with its KV fields.
+ * and runs the prefill leg when the decode engine's connector calls with its KV fields. A failed
+ * prefill fails the attempt (`prefillSettled`), which aborts the decode leg: the connector would
+ * otherwise wait for KV, whatever the metaserver answers.
  */
 function prefillOnMetaserverCall(
   attempt: Attempt,
@@ -83,10 +85,11 @@ function prefillOnMetaserverCall(
         const result = await awaitPrefill(attempt, leg, 'trigger');
         leg.end(result instanceof MotorError ? result : null);
         resolve(result);
+        // As vllm-ascend's newest layer-wise proxy answers (`metaserver`, main 2026-08-22).
         if (result instanceof MotorError) {
-          return { status: result.reply?.status ?? 502, body: { error: { message: result.message } } };
+          return { status: 502, body: { error: { message: result.message } } };
         }
-        return { status: 200, body: { status: 'ok', request_id: fields.request_id } };
+        return { status: 200, body: { status: 'ok' } };
       },
     });
     attempt.cancellation.onCancel((err) => resolve(err));
