@@ -30,15 +30,16 @@ const TRIGGER_PREFILL: EngineCallProfile = {
  * Trigger flow, prefill side, step 1: cache the body and answer `prepared` at once. The decode
  * engine's metaserver call (step 2, `metaserverRoute`) runs the prefill.
  */
-export function prepareTriggerLeg(
+export async function prepareTriggerLeg(
   ctx: ProxyContext,
   res: ServerResponse,
   env: Envelope,
   handle: AttemptHandle,
   path: string,
-): void {
+): Promise<void> {
   const { dispatch } = env;
   const id = dispatch.engine_request_id;
+  if (ctx.unservedMetaserver.take(id)) return refuseUnserved(ctx, res, env, handle);
   const expiresAt = ctx.prepared.put(id, { dispatch, body: env.body, path, handle });
   if (expiresAt === null) {
     handle.finish('stopped', 'prepared_store_full');
@@ -58,6 +59,33 @@ export function prepareTriggerLeg(
     expires_at_ms: expiresAt,
   });
   sendJson(res, 200, result, { 'x-request-id': id });
+}
+
+/**
+ * The decode engine's metaserver call for this prefill came first and was answered without a prefill
+ * (its bounded wait ran out, or its body was invalid); the connector ignores that answer and waits
+ * for KV, so the prefill is refused (409 `dispatch_stopped`) and the decode peer stopped: the
+ * coordinator retries the attempt instead of waiting for its first-token timeout.
+ */
+async function refuseUnserved(
+  ctx: ProxyContext,
+  res: ServerResponse,
+  env: Envelope,
+  handle: AttemptHandle,
+): Promise<void> {
+  handle.finish('stopped', 'metaserver_unserved');
+  ctx.metrics.dispatches.inc({ role: 'prefill', leg: env.leg, outcome: 'stopped' });
+  const why = 'its metaserver call came before the prefill and was not served';
+  await ctx.peerStopper.stopPeer(env.dispatch, why);
+  sendError(
+    res,
+    new ProxyError('dispatch_stopped', `trigger prefill ${env.dispatch.engine_request_id}: ${why}`),
+  );
+}
+
+/** Remembers an unserved metaserver call under every candidate id (see `refuseUnserved`). */
+function rememberUnserved(ctx: ProxyContext, candidates: readonly string[]): void {
+  for (const id of candidates) ctx.unservedMetaserver.put(id, true);
 }
 
 /**
@@ -100,7 +128,7 @@ export async function metaserverRoute(
         entry.dispatch,
         `metaserver call with invalid KV fields: ${fields.message}`,
       );
-    }
+    } else rememberUnserved(ctx, candidates);
     const message = `invalid metaserver KV fields: ${fields.message}`;
     return sendError(res, new ProxyError('invalid_request', message, { param: fields.param }));
   }
@@ -111,7 +139,9 @@ export async function metaserverRoute(
   const entry = await takePrepared(ctx, candidates, ctl.signal);
   if (!entry) {
     ctx.metrics.metaserverCalls.inc({ outcome: 'not_found' });
+    // A caller that went away is retried by the connector (it retries on exceptions).
     if (ctl.signal.aborted) return;
+    rememberUnserved(ctx, candidates);
     const message =
       `no prepared prefill for request_id ${requestId} within ${ctx.opts.metaserverWaitMs} ms ` +
       '(unknown, expired, stopped, or already consumed)';

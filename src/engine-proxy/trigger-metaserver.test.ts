@@ -83,6 +83,33 @@ describe('metaserver call as the real connector sends it', () => {
     expect(proxy.engine.requests).toHaveLength(1);
   });
 
+  it.each([
+    ['unknown after the bounded wait', 404, (b: Record<string, unknown>) => b],
+    ['invalid', 400, ({ remote_port: _dropped, ...b }: Record<string, unknown>) => b],
+  ])(
+    'a call %s before its prepare: the late prepare is refused and the decode peer stopped',
+    async (_name, status, shape) => {
+      proxy = await startInProcessProxy({ metaserverWaitMs: 20 }, unreachable);
+      const res = await proxy.call(
+        'POST',
+        '/v1/metaserver',
+        shape(call('layerwise-v0.17/metaserver-call.chat.json', 'f5')),
+      );
+      expect(res.status).toBe(status);
+      const late = await prepare('f5');
+      expect(late.status).toBe(409);
+      expect(late.json).toMatchObject({ error: { code: 'dispatch_stopped' } });
+      expect(proxy.peers.calls).toMatchObject([
+        {
+          origin: DECODE_PEER,
+          path: '/v1/dispatch/stop',
+          body: { engine_request_id: 'f5#a1', reason: 'peer_failed' },
+        },
+      ]);
+      expect(proxy.engine.requests).toEqual([]);
+    },
+  );
+
   it("an invalid body under vLLM's id stops the prepared prefill and its decode peer", async () => {
     proxy = await startInProcessProxy({ metaserverWaitMs: 20 }, unreachable);
     await prepare('f3');
