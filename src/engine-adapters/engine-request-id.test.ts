@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { engineRequestIdCandidates, findByCandidates } from './engine-request-id.js';
+import { engineRequestIdCandidates, findByCandidates, requestIdForm } from './engine-request-id.js';
 
 /** Motor's engine request id (`{root}#a<n>`) as vLLM reports it back, by endpoint and release. */
 const BARE = 'req-7f3a#a2';
@@ -51,5 +51,19 @@ describe('findByCandidates', () => {
     ]);
     expect(findByCandidates(['a', 'c', 'b'], (id) => known.get(id))).toEqual({ id: 'c', value: 3 });
     expect(findByCandidates(['a'], (id) => known.get(id))).toBeUndefined();
+  });
+});
+
+describe('requestIdForm', () => {
+  it.each([
+    [BARE, 'bare'],
+    [`chatcmpl-${BARE}`, 'chat'],
+    [`chatcmpl-${BARE}-9c41e0a7`, 'chat_suffixed'],
+    [`cmpl-${BARE}-0`, 'completions'],
+    [`cmpl-${BARE}-12`, 'completions'],
+    [`cmpl-${BARE}-3-0a1b2c3d`, 'completions_suffixed'],
+    [`cmpl-${BARE}-0-12345678`, 'completions_suffixed'],
+  ])('%s → %s', (reported, form) => {
+    expect(requestIdForm(reported, BARE)).toBe(form);
   });
 });

@@ -49,3 +49,14 @@ export function findByCandidates<T>(
   }
   return undefined;
 }
+
+/** How vLLM spelled `bare` (for metrics): which release family a fleet's connectors belong to. */
+export type RequestIdForm = 'bare' | 'chat' | 'chat_suffixed' | 'completions' | 'completions_suffixed';
+
+/** The form of `reported`, known to match the issued id `bare` (see `engineRequestIdCandidates`). */
+export function requestIdForm(reported: string, bare: string): RequestIdForm {
+  if (reported === bare) return 'bare';
+  if (reported.startsWith('chatcmpl-')) return reported === `chatcmpl-${bare}` ? 'chat' : 'chat_suffixed';
+  // cmpl-<bare>-<i>, then maybe vLLM's -<8 hex>
+  return /^-\d+$/.test(reported.slice(`cmpl-${bare}`.length)) ? 'completions' : 'completions_suffixed';
+}

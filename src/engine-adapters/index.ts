@@ -19,7 +19,12 @@ export {
 export { sglangAdapter, SGLANG_DEFAULT_BOOTSTRAP_PORT } from './sglang.js';
 export { withoutMotorFields } from './leg-kind.js';
 export { metaserverRequestId, parseMetaserverKvFields, type MetaserverParse } from './metaserver-fields.js';
-export { engineRequestIdCandidates, findByCandidates } from './engine-request-id.js';
+export {
+  engineRequestIdCandidates,
+  findByCandidates,
+  requestIdForm,
+  type RequestIdForm,
+} from './engine-request-id.js';
 export {
   mayCarryClientForbiddenFields,
   stripClientForbiddenFields,

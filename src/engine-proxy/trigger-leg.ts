@@ -5,6 +5,7 @@ import {
   findByCandidates,
   metaserverRequestId,
   parseMetaserverKvFields,
+  requestIdForm,
   type MetaserverKvFields,
 } from '../engine-adapters/index.js';
 import { buildPrefillResult } from '../protocol/index.js';
@@ -147,6 +148,8 @@ export async function metaserverRoute(
       '(unknown, expired, stopped, or already consumed)';
     return sendError(res, new ProxyError('not_found', message, { param: 'request_id' }));
   }
+  const form = requestIdForm(requestId, entry.dispatch.engine_request_id);
+  ctx.metrics.metaserverIdForms.inc({ form });
   const attempt = new LegAttempt(ctx, req, res, entry.handle, entry.dispatch, 'trigger_prefill');
   return runTriggerPrefill(ctx, attempt, entry, fields.value, ctl);
 }

@@ -56,6 +56,12 @@ describe('metaserver call as the real connector sends it', () => {
     const engineBody = JSON.parse(String(sent.body)) as Record<string, unknown>;
     expect(engineBody).toMatchObject({ stream: false, max_tokens: 1, min_tokens: 1 });
     expect(engineBody).not.toHaveProperty('stream_options');
+    const form = path.includes('v0.14')
+      ? 'chat_suffixed'
+      : path.includes('completions')
+        ? 'completions'
+        : 'chat';
+    expect(await proxy.metric(`motor_proxy_metaserver_id_forms_total{form="${form}"}`)).toBe(1);
     expect(engineBody.kv_transfer_params).toEqual({
       ...body,
       do_remote_decode: true,
