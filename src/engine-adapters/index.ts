@@ -15,6 +15,7 @@ export {
   METASERVER_PATH,
   metaserverUrlFor,
   triggerPrefillKvParams,
+  triggerPromptListError,
 } from './vllm.js';
 export { sglangAdapter, SGLANG_DEFAULT_BOOTSTRAP_PORT } from './sglang.js';
 export { withoutMotorFields } from './leg-kind.js';

@@ -2,6 +2,7 @@ import { KV_TRANSFER_PARAMS_KEY, MOTOR_PREFILL_RESULT_KEY, matchesDispatch } fro
 import { adapterError, resolveLeg, usageOf, withoutMotorFields } from './leg-kind.js';
 import type {
   AbortPlan,
+  AdapterError,
   AdapterResult,
   BuildEngineRequestInput,
   EngineAdapter,
@@ -50,7 +51,7 @@ const TRIGGER_PREFILL_SAMPLING = Object.freeze({ stream: false, max_tokens: 1, m
  * `batch_kv_transfer_params`, which older prefill workers do not read. Motor runs one prefill per
  * request, so it would serve prompt 0 and leave the other decodes waiting for KV.
  */
-function promptListError(body: Record<string, unknown>) {
+export function triggerPromptListError(body: Record<string, unknown>): AdapterError | null {
   const prompt = body.prompt;
   const isList =
     Array.isArray(prompt) && prompt.length > 1 && (typeof prompt[0] === 'string' || Array.isArray(prompt[0]));
@@ -122,7 +123,7 @@ export const vllmAdapter: EngineAdapter = {
         if (!input.triggerKv) {
           return adapterError(400, 'a trigger prefill runs only with the decode engine KV fields', null);
         }
-        const refused = promptListError(body);
+        const refused = triggerPromptListError(body);
         if (refused) return refused;
         Object.assign(body, TRIGGER_PREFILL_SAMPLING);
         if ('max_completion_tokens' in body) body.max_completion_tokens = 1;
@@ -131,7 +132,7 @@ export const vllmAdapter: EngineAdapter = {
         break;
       }
       case 'trigger_decode': {
-        const refused = promptListError(body);
+        const refused = triggerPromptListError(body);
         if (refused) return refused;
         const prefillUrl = dispatch.endpoints.prefill?.url;
         const metaserver = input.metaserverUrl ?? (prefillUrl ? metaserverUrlFor(prefillUrl) : null);

@@ -1,6 +1,7 @@
 import type { Logger } from '../../common/logger.js';
 import { bootstrapAddressFromUrl, type PrefillResult } from '../../protocol/index.js';
 import { MotorError } from '../../common/motor-error.js';
+import { triggerPromptListError } from '../../engine-adapters/index.js';
 import type { PdRoute } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode, type PrefillOutcome } from './decode-relay.js';
@@ -25,6 +26,11 @@ export async function runConcurrent(
 ): Promise<MotorError | null> {
   const { session, ids } = attempt;
   const flow = route.flow;
+  if (flow === 'trigger') {
+    // Refused before any leg, in both modes: one prefill cannot serve several metaserver calls.
+    const refused = triggerPromptListError(session.client.body);
+    if (refused) return new MotorError('invalid_request', refused.message, { param: refused.param });
+  }
   const bootstrap =
     flow === 'bootstrap'
       ? bootstrapAddressFromUrl(route.prefill.url, { port: route.prefill.bootstrapPort })
