@@ -196,9 +196,9 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
       expect(p).toHaveLength(1);
       expect(engineIdOf(p[0]!)).toBe(`${root}#a1`);
       expect(p[0]!.body).toMatchObject({ stream: false, max_tokens: 1, max_completion_tokens: 1 });
-      // Conformance 18 holds for the leg body; a vLLM handoff prefill's engine request gets min_tokens 1
-      // from its adapter (src/engine-adapters/vllm.ts).
-      if (flow === 'handoff') expect(p[0]!.body.min_tokens).toBe(1);
+      // Conformance 18 holds for the leg body; a vLLM prefill's engine request (handoff, and the
+      // layer-wise trigger as vllm-ascend's proxy sends it) gets min_tokens 1 from its adapter.
+      if (flow === 'handoff' || flow === 'trigger') expect(p[0]!.body.min_tokens).toBe(1);
       else expect(p[0]!.body).not.toHaveProperty('min_tokens');
       expect(p[0]!.body).not.toHaveProperty('stream_options');
       if (flow === 'handoff') {

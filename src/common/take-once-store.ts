@@ -23,7 +23,8 @@ interface Slot<T> {
 }
 
 interface Waiter<T> {
-  readonly id: string;
+  /** Every id this taker accepts (the first one put serves it). */
+  readonly ids: readonly string[];
   readonly resolve: (value: T | undefined) => void;
   readonly signal: AbortSignal | undefined;
   readonly giveUp: () => void;
@@ -103,15 +104,23 @@ export class TakeOnceStore<T> {
   /**
    * `take`, or wait up to `timeoutMs` for a `put(id)`. Undefined on timeout, on abort, with
    * `timeoutMs <= 0`, or at once when `maxWaiters` takers already wait. One put serves one taker.
+   * With several ids (candidate spellings of one key), the first held one in order is taken, else
+   * the first one put serves the taker.
    */
-  takeOrWait(id: string, timeoutMs: number, signal?: AbortSignal): Promise<T | undefined> {
-    const now = this.take(id);
+  takeOrWait(
+    id: string | readonly string[],
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<T | undefined> {
+    const ids = typeof id === 'string' ? [id] : id;
+    let now: T | undefined;
+    for (const candidate of ids) if ((now = this.take(candidate)) !== undefined) break;
     if (now !== undefined || timeoutMs <= 0 || this.waiterCount >= this.maxWaiters || signal?.aborted) {
       return Promise.resolve(now);
     }
     return new Promise<T | undefined>((resolve) => {
       const waiter: Waiter<T> = {
-        id,
+        ids,
         resolve,
         signal,
         giveUp: () => this.settle(waiter, undefined),
@@ -119,9 +128,11 @@ export class TakeOnceStore<T> {
       };
       waiter.timer = this.clock.setTimeout(waiter.giveUp, timeoutMs);
       signal?.addEventListener('abort', waiter.giveUp, { once: true });
-      const list = this.waiters.get(id);
-      if (list) list.push(waiter);
-      else this.waiters.set(id, [waiter]);
+      for (const candidate of ids) {
+        const list = this.waiters.get(candidate);
+        if (list) list.push(waiter);
+        else this.waiters.set(candidate, [waiter]);
+      }
       this.waiterCount++;
     });
   }
@@ -138,11 +149,16 @@ export class TakeOnceStore<T> {
   }
 
   private settle(waiter: Waiter<T>, value: T | undefined): void {
-    const list = this.waiters.get(waiter.id);
-    const i = list?.indexOf(waiter) ?? -1;
-    if (i < 0) return; // already settled
-    list!.splice(i, 1);
-    if (list!.length === 0) this.waiters.delete(waiter.id);
+    let found = false;
+    for (const id of waiter.ids) {
+      const list = this.waiters.get(id);
+      const i = list?.indexOf(waiter) ?? -1;
+      if (i < 0) continue;
+      found = true;
+      list!.splice(i, 1);
+      if (list!.length === 0) this.waiters.delete(id);
+    }
+    if (!found) return; // already settled
     this.waiterCount--;
     if (waiter.timer !== undefined) this.clock.clearTimeout(waiter.timer);
     waiter.signal?.removeEventListener('abort', waiter.giveUp);

@@ -15,6 +15,7 @@ export {
   METASERVER_PATH,
   metaserverUrlFor,
   triggerPrefillKvParams,
+  triggerPromptListError,
 } from './vllm.js';
 export { sglangAdapter, SGLANG_DEFAULT_BOOTSTRAP_PORT } from './sglang.js';
 export {
@@ -25,11 +26,13 @@ export {
   NIXL_LEASE_TTL_MS,
 } from './handoff-ttl.js';
 export { withoutMotorFields } from './leg-kind.js';
+export { metaserverRequestId, parseMetaserverKvFields, type MetaserverParse } from './metaserver-fields.js';
 export {
-  metaserverKvFieldsSchema,
-  parseMetaserverKvFields,
-  type MetaserverParse,
-} from './metaserver-fields.js';
+  engineRequestIdCandidates,
+  findByCandidates,
+  requestIdForm,
+  type RequestIdForm,
+} from './engine-request-id.js';
 export {
   mayCarryClientForbiddenFields,
   stripClientForbiddenFields,

@@ -1,37 +1,48 @@
-import { z } from 'zod';
 import type { MetaserverKvFields } from './types.js';
 
 /**
- * The body a decode engine's Mooncake layer-wise connector POSTs to the metaserver: its KV fields
- * (docs/engines.md, trigger). Unknown keys are kept aside so they still reach the prefill engine.
+ * The body a decode engine's Mooncake layer-wise connector POSTs to the metaserver. Its shape
+ * changes by release (vllm-project/vllm-ascend `mooncake_layerwise_connector.py`,
+ * `MooncakeLayerwiseConnectorScheduler.update_state_after_alloc`; fixtures
+ * `vllm-ascend/layerwise-v0.13|v0.14|v0.15|v0.17/metaserver-call.*`): flat or per-KV-group
+ * `remote_block_ids` (a flat `[]` on a full prefix hit), sizes and `remote_cached_tokens` from
+ * v0.15.0rc1, `remote_block_size` from v0.17.0rc1. Motor checks only the PRESENCE of what the
+ * prefill needs to push KV and passes the body on verbatim: the prefill's connector reads the rest
+ * (`remote_tp_size`, `remote_cached_tokens`, …) and is the judge of its own release's fields.
  */
-export const metaserverKvFieldsSchema = z.object({
-  request_id: z.string().min(1),
-  do_remote_decode: z.boolean(),
-  remote_block_ids: z.array(z.int().min(0)),
-  remote_block_size: z.int().min(1),
-  remote_engine_id: z.string().min(1),
-  remote_host: z.string().min(1),
-  remote_port: z.int().min(1).max(65535),
-  remote_cached_tokens: z.int().min(0),
-});
+const REQUIRED: ReadonlyArray<{ key: string; check: (v: unknown) => boolean; what: string }> = [
+  { key: 'request_id', check: (v) => typeof v === 'string' && v.length > 0, what: 'non-empty string' },
+  { key: 'remote_block_ids', check: Array.isArray, what: 'array (flat or one list per KV group)' },
+  { key: 'remote_engine_id', check: isPresent, what: 'present, not null' },
+  { key: 'remote_host', check: isPresent, what: 'present, not null' },
+  { key: 'remote_port', check: isPresent, what: 'present, not null' },
+];
+
+function isPresent(v: unknown): boolean {
+  return v !== undefined && v !== null;
+}
 
 export type MetaserverParse =
-  | { ok: true; value: MetaserverKvFields; extra: Record<string, unknown> }
-  | { ok: false; message: string; param: string };
+  { ok: true; value: MetaserverKvFields } | { ok: false; message: string; param: string };
 
-/** Validates a metaserver body; the error names the first missing or malformed field. */
+/**
+ * Checks a metaserver body; `value` is the same object, unchanged (every key reaches the prefill).
+ * The error names the first missing or malformed required field.
+ */
 export function parseMetaserverKvFields(input: unknown): MetaserverParse {
-  const result = metaserverKvFieldsSchema.safeParse(input);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const param = issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)';
-    return { ok: false, message: `${param}: ${issue.message}`, param };
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return { ok: false, message: '(root): expected a JSON object', param: '(root)' };
   }
-  const extra: Record<string, unknown> = {};
-  const known = new Set(Object.keys(metaserverKvFieldsSchema.shape));
-  for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
-    if (!known.has(key)) extra[key] = value;
+  const body = input as Record<string, unknown>;
+  for (const { key, check, what } of REQUIRED) {
+    if (!check(body[key])) return { ok: false, message: `${key}: required, ${what}`, param: key };
   }
-  return { ok: true, value: result.data, extra };
+  return { ok: true, value: body as MetaserverKvFields };
+}
+
+/** The `request_id` of a metaserver body when it has a usable one (to stop its attempt on refusal). */
+export function metaserverRequestId(input: unknown): string | null {
+  const id =
+    typeof input === 'object' && input !== null ? (input as { request_id?: unknown }).request_id : null;
+  return typeof id === 'string' && id.length > 0 ? id : null;
 }

@@ -37,18 +37,19 @@ export type AdapterResult<T> = ({ ok: true } & T) | AdapterError;
 export type { BootstrapAddress };
 
 /**
- * The decode engine's KV fields as sent to the metaserver in the trigger flow (Mooncake layer-wise).
- * All are required; the prefill engine needs them to push KV into the decode's blocks.
+ * The decode engine's metaserver body in the trigger flow (Mooncake layer-wise), checked for the
+ * keys the prefill needs (`parseMetaserverKvFields`) and otherwise as the connector sent it: every
+ * key reaches the prefill verbatim (fixtures `vllm-ascend/layerwise-*` show the shapes by release).
  */
 export interface MetaserverKvFields {
+  /** vLLM's id for the decode request: `chatcmpl-<X-Request-Id>`, `cmpl-<X-Request-Id>-<i>`, … */
   request_id: string;
-  do_remote_decode: boolean;
-  remote_block_ids: number[];
-  remote_block_size: number;
-  remote_engine_id: string;
-  remote_host: string;
-  remote_port: number;
-  remote_cached_tokens: number;
+  /** Flat block ids (≤ v0.16, or `[]`) or one list per KV-cache group (≥ v0.17). */
+  remote_block_ids: unknown[];
+  remote_engine_id: unknown;
+  remote_host: unknown;
+  remote_port: unknown;
+  [key: string]: unknown;
 }
 
 export interface BuildEngineRequestInput {

@@ -2,6 +2,7 @@ import { KV_TRANSFER_PARAMS_KEY, MOTOR_PREFILL_RESULT_KEY, matchesDispatch } fro
 import { adapterError, resolveLeg, usageOf, withoutMotorFields } from './leg-kind.js';
 import type {
   AbortPlan,
+  AdapterError,
   AdapterResult,
   BuildEngineRequestInput,
   EngineAdapter,
@@ -26,15 +27,40 @@ export function metaserverUrlFor(prefillBaseUrl: string): string {
 export const HANDOFF_PREFILL_KV = Object.freeze({ do_remote_decode: true, do_remote_prefill: false });
 
 /**
- * kv_transfer_params of the real prefill run by the trigger flow: the decode engine's KV fields
- * (so the prefill pushes into its blocks) plus `do_remote_decode:true, do_remote_prefill:false`.
- * Extra keys the decode's connector sent are kept; ours win on conflict.
+ * kv_transfer_params of the real prefill run by the trigger flow: the decode engine's metaserver
+ * body verbatim (so the prefill pushes into its blocks with its sizes, cached tokens, …) with only
+ * `do_remote_decode:true, do_remote_prefill:false` forced — as vllm-ascend's layer-wise proxy does
+ * (`examples/disaggregated_prefill_v1/load_balance_proxy_layerwise_server_example.py`, `metaserver`,
+ * v0.13.0 and main 2026-08-22). The prefill worker divides by `remote_tp_size` and reads
+ * `remote_cached_tokens` unguarded (`mooncake_layerwise_connector.py`, v0.18.0), so nothing is dropped.
  */
-export function triggerPrefillKvParams(
-  fields: MetaserverKvFields,
-  extra: Record<string, unknown> = {},
-): Record<string, unknown> {
-  return { ...extra, ...fields, do_remote_decode: true, do_remote_prefill: false };
+export function triggerPrefillKvParams(fields: MetaserverKvFields): Record<string, unknown> {
+  return { ...fields, do_remote_decode: true, do_remote_prefill: false };
+}
+
+/**
+ * The trigger prefill's sampling keys, as the layer-wise proxy sends them (same source; fixture
+ * `vllm-ascend/layerwise-v0.17/prefill-request.chat.json`): one token, at least one (so an EOS
+ * cannot end it at zero), not streamed.
+ */
+const TRIGGER_PREFILL_SAMPLING = Object.freeze({ stream: false, max_tokens: 1, min_tokens: 1 });
+
+/**
+ * A completions prompt LIST in the trigger flow is refused: the connector makes one metaserver call
+ * per prompt (`cmpl-<id>-<i>`), and only vllm-ascend main's proxy batches them into one prefill via
+ * `batch_kv_transfer_params`, which older prefill workers do not read. Motor runs one prefill per
+ * request, so it would serve prompt 0 and leave the other decodes waiting for KV.
+ */
+export function triggerPromptListError(body: Record<string, unknown>): AdapterError | null {
+  const prompt = body.prompt;
+  const isList =
+    Array.isArray(prompt) && prompt.length > 1 && (typeof prompt[0] === 'string' || Array.isArray(prompt[0]));
+  if (!isList) return null;
+  return adapterError(
+    400,
+    'the layer-wise trigger flow serves one prompt per request; send each prompt of the list separately',
+    'prompt',
+  );
 }
 
 function triggerDecodeKv(metaserver: string): Record<string, unknown> {
@@ -109,10 +135,17 @@ export const vllmAdapter: EngineAdapter = {
         if (!input.triggerKv) {
           return adapterError(400, 'a trigger prefill runs only with the decode engine KV fields', null);
         }
+        const refused = triggerPromptListError(body);
+        if (refused) return refused;
+        Object.assign(body, TRIGGER_PREFILL_SAMPLING);
+        if ('max_completion_tokens' in body) body.max_completion_tokens = 1;
+        delete body.stream_options;
         body.kv_transfer_params = triggerPrefillKvParams(input.triggerKv);
         break;
       }
       case 'trigger_decode': {
+        const refused = triggerPromptListError(body);
+        if (refused) return refused;
         const prefillUrl = dispatch.endpoints.prefill?.url;
         const metaserver = input.metaserverUrl ?? (prefillUrl ? metaserverUrlFor(prefillUrl) : null);
         if (!metaserver) {

@@ -16,6 +16,8 @@ export interface EngineCallProfile {
   readonly relayContentType: boolean;
   /** …and carries `x-request-id`. */
   readonly tagRequestId: boolean;
+  /** Answer a relayed engine error with this status instead of the engine's (the trigger prefill: 502). */
+  readonly engineErrorStatus?: number;
 }
 
 /** An engine answer read whole. */
@@ -162,7 +164,7 @@ export class LegAttempt {
     await this.stopPeer(`engine answered ${status}${to}`);
     const headers = profile.relayContentType ? contentType : {};
     if (profile.tagRequestId) headers['x-request-id'] = this.dispatch.engine_request_id;
-    sendRaw(this.res, status, text, headers);
+    sendRaw(this.res, profile.engineErrorStatus ?? status, text, headers);
   }
 
   private send(path: string, built: EngineRequest, signal: AbortSignal): Promise<EngineResponse> {

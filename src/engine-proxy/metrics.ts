@@ -8,6 +8,7 @@ export class ProxyMetrics {
   readonly peerStops: Counter<'outcome'>;
   readonly metaserverCalls: Counter<'outcome'>;
   readonly metaserverWait: Histogram<'outcome'>;
+  readonly metaserverIdForms: Counter<'form'>;
   readonly passThrough: Counter<'route'>;
   readonly peerRefused: Counter<'use'>;
 
@@ -47,6 +48,12 @@ export class ProxyMetrics {
       help: 'Time a metaserver call waited for its prepared prefill (0 when it was already there)',
       labelNames: ['outcome'],
       buckets: [0, 0.001, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10],
+      registers,
+    });
+    this.metaserverIdForms = new Counter({
+      name: 'motor_proxy_metaserver_id_forms_total',
+      help: "Metaserver calls matched to a prepared prefill, by how vLLM spelled the request id (bare, chat, chat_suffixed, completions, completions_suffixed): the connectors' release family",
+      labelNames: ['form'],
       registers,
     });
     this.peerRefused = new Counter({

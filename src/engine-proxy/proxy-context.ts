@@ -39,6 +39,8 @@ export interface ProxyContext {
   readonly allow: PeerAllowList;
   readonly tracker: AttemptTracker;
   readonly prepared: TakeOnceStore<PreparedPrefill>;
+  /** Ids of metaserver calls answered without a prefill (unknown, invalid): a late prepare is refused. */
+  readonly unservedMetaserver: TakeOnceStore<true>;
   readonly metrics: ProxyMetrics;
   readonly engine: EngineTransport;
   readonly peers: PeerTransport;
@@ -88,6 +90,11 @@ export function createProxyContext(
     allow,
     tracker,
     prepared,
+    unservedMetaserver: new TakeOnceStore<true>({
+      ttlMs: opts.preparedTtlMs,
+      maxEntries: opts.maxPrepared,
+      clock,
+    }),
     metrics,
     engine: deps.engine ?? new EngineClient(opts.engineUrl, opts.engineConnections, opts.engineTimeoutMs),
     peers,

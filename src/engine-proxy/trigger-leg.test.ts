@@ -64,26 +64,27 @@ describe('trigger prepare', () => {
 });
 
 describe('metaserver call (trigger prefill)', () => {
-  it('runs the prepared prefill with the decode KV fields and relays the engine answer', async () => {
+  it('runs the prepared prefill with the decode KV fields verbatim and answers {"status":"ok"}', async () => {
     proxy = await startInProcessProxy({ metaserverWaitMs: 20 }, () =>
       engineReply(200, { id: 'c', usage: { prompt_tokens: 3 } }),
     );
     await prepare('m1');
     const res = await metaserver(kvFields('m1'));
     expect(res.status).toBe(200);
-    expect(res.text).toBe('{"id":"c","usage":{"prompt_tokens":3}}');
+    expect(res.text).toBe('{"status":"ok"}');
     expect(res.headers['x-request-id']).toBe('m1#a1');
     const sent = proxy.engine.requests[0]!;
     expect(sent.path).toBe('/v1/chat/completions');
-    // The decode's extra key comes first; the KV fields and the prefill flags win on conflict.
-    expect(String(sent.body)).toBe(
-      JSON.stringify({
-        model: 'm',
-        messages: [{ role: 'user', content: 'hi' }],
-        request_id: 'm1#a1',
-        kv_transfer_params: { connector_extra: 'x', ...kvOf('m1'), do_remote_prefill: false },
-      }),
-    );
+    // The connector's body verbatim (its extra key included), only the prefill flags forced.
+    expect(JSON.parse(String(sent.body))).toEqual({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      request_id: 'm1#a1',
+      stream: false,
+      max_tokens: 1,
+      min_tokens: 1,
+      kv_transfer_params: { ...kvFields('m1'), do_remote_prefill: false },
+    });
     expect(await triggerMetric('completed')).toBe(1);
     expect(await proxy.metric('motor_proxy_metaserver_calls_total{outcome="completed"}')).toBe(1);
     // Consumed: a second call finds nothing.
@@ -99,9 +100,9 @@ describe('metaserver call (trigger prefill)', () => {
     outcome: string;
   }> = [
     {
-      name: 'engine answers 500: relayed with its content-type and the request id',
+      name: 'engine answers 500: 502 with its body, content-type and the request id',
       engine: () => engineReply(500, 'boom', { headers: { 'content-type': 'text/plain' } }),
-      status: 500,
+      status: 502,
       body: 'boom',
       contentType: 'text/plain',
       outcome: 'engine_error',
@@ -177,7 +178,7 @@ describe('metaserver call (trigger prefill)', () => {
     const res = await metaserver({ request_id: 'm3#a1', remote_block_ids: 'x' });
     expect(res.status).toBe(400);
     expect(res.text).toBe(
-      '{"error":{"message":"invalid metaserver KV fields: do_remote_decode: Invalid input: expected boolean, received undefined","type":"invalid_request_error","param":"do_remote_decode","code":null}}',
+      '{"error":{"message":"invalid metaserver KV fields: remote_block_ids: required, array (flat or one list per KV group)","type":"invalid_request_error","param":"remote_block_ids","code":null}}',
     );
     expect(proxy.peers.calls).toMatchObject([{ origin: DECODE_PEER, body: { root_request_id: 'm3' } }]);
     expect((await metaserver(kvFields('m3'))).status).toBe(404);
@@ -194,7 +195,7 @@ describe('metaserver call (trigger prefill)', () => {
     expect((await prepare('m4')).status).toBe(200);
     const res = await early;
     expect(res.status).toBe(200);
-    expect(res.text).toBe('{"id":"late"}');
+    expect(res.text).toBe('{"status":"ok"}');
   });
 
   it('a stop before the metaserver call drops the prepared prefill', async () => {

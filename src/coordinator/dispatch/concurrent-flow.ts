@@ -1,6 +1,7 @@
 import type { Logger } from '../../common/logger.js';
 import { bootstrapAddressFromUrl, type PrefillResult } from '../../protocol/index.js';
 import { MotorError } from '../../common/motor-error.js';
+import { triggerPromptListError } from '../../engine-adapters/index.js';
 import type { PdRoute } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode, type PrefillOutcome } from './decode-relay.js';
@@ -25,6 +26,11 @@ export async function runConcurrent(
 ): Promise<MotorError | null> {
   const { session, ids } = attempt;
   const flow = route.flow;
+  if (flow === 'trigger') {
+    // Refused before any leg, in both modes: one prefill cannot serve several metaserver calls.
+    const refused = triggerPromptListError(session.client.body);
+    if (refused) return new MotorError('invalid_request', refused.message, { param: refused.param });
+  }
   const bootstrap =
     flow === 'bootstrap'
       ? bootstrapAddressFromUrl(route.prefill.url, { port: route.prefill.bootstrapPort })
@@ -67,7 +73,9 @@ function sendPrefill(attempt: Attempt, route: PdRoute, input: LegInput): Prefill
 
 /**
  * A stock vLLM prefill has no metaserver: the coordinator serves it (gateway `POST /v1/metaserver`)
- * and runs the prefill leg when the decode engine's connector calls with its KV fields.
+ * and runs the prefill leg when the decode engine's connector calls with its KV fields. A failed
+ * prefill fails the attempt (`prefillSettled`), which aborts the decode leg: the connector would
+ * otherwise wait for KV, whatever the metaserver answers.
  */
 function prefillOnMetaserverCall(
   attempt: Attempt,
@@ -83,10 +91,11 @@ function prefillOnMetaserverCall(
         const result = await awaitPrefill(attempt, leg, 'trigger');
         leg.end(result instanceof MotorError ? result : null);
         resolve(result);
+        // As vllm-ascend's newest layer-wise proxy answers (`metaserver`, main 2026-08-22).
         if (result instanceof MotorError) {
-          return { status: result.reply?.status ?? 502, body: { error: { message: result.message } } };
+          return { status: 502, body: { error: { message: result.message } } };
         }
-        return { status: 200, body: { status: 'ok', request_id: fields.request_id } };
+        return { status: 200, body: { status: 'ok' } };
       },
     });
     attempt.cancellation.onCancel((err) => resolve(err));
