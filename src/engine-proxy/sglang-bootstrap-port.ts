@@ -21,7 +21,8 @@ export interface LearnBootstrapPortOptions {
 }
 
 /** What one round of info calls found: the info, "the engine has no such route", or "not up yet". */
-type InfoAnswer = { kind: 'info'; info: SglangServerInfo | null } | { kind: 'absent' } | { kind: 'down'; why: string };
+type InfoAnswer =
+  { kind: 'info'; info: SglangServerInfo | null } | { kind: 'absent' } | { kind: 'down'; why: string };
 
 /**
  * The bootstrap port of the SGLang prefill behind this proxy, learned before the proxy serves:
