@@ -9,6 +9,7 @@ import {
   type DispatchPlan,
   type DispatchProfile,
 } from '../protocol/index.js';
+import * as engineKeys from './engine-credentials.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 
 /**
@@ -75,6 +76,7 @@ export const instanceConfigSchema = z
         'direct SGLang prefill: bootstrap port given to both legs (default: the URL port, as `motor sim` ' +
           'serves it; real SGLang: 8998)',
       ),
+    ...engineKeys.engineCredentialFields,
   })
   .describe('one engine instance');
 
@@ -297,9 +299,10 @@ export const coordinatorConfigSchema = z.strictObject({
 
 export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;
 export type InstanceConfig = z.output<typeof instanceConfigSchema>;
+type KeyField = engineKeys.EngineKeyField;
 
-/** An instance after validation: capabilities and profile resolved. */
-export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities'> {
+/** An instance after validation: capabilities and profile resolved; its keys are in `engineCredentials`. */
+export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities' | KeyField> {
   id: string;
   /** Index in the static list (the envelope's `instance_id`). */
   index: number;
@@ -313,6 +316,8 @@ export interface CoordinatorConfig extends Omit<
 > {
   instances: ResolvedInstance[];
   scheduling: CoordinatorSchedulingConfig;
+  /** Direct-mode engine keys by instance id (apart from the instances, so they are never shown). */
+  engineCredentials: ReadonlyMap<string, engineKeys.EngineCredentials>;
 }
 
 export class ConfigError extends Error {
@@ -335,16 +340,22 @@ function shortMessage(issue: z.core.$ZodIssue): string {
   return issue.message.replace(/^Invalid (input|option): /, '');
 }
 
-/** Validates a raw config object (already merged from its sources) and resolves each instance. */
-export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
+/** Validates a raw config object (merged from its sources) and resolves each instance; `env` for `*Env` keys. */
+export function validateCoordinatorConfig(
+  raw: unknown,
+  env: NodeJS.ProcessEnv = process.env,
+): CoordinatorConfig {
   const parsed = coordinatorConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${shortMessage(i)}`));
   }
   const issues: string[] = [];
   const seen = new Set<string>();
-  const instances = parsed.data.instances.map((inst, index): ResolvedInstance => {
-    const id = inst.id ?? `${inst.role}-${index}`;
+  const engineCredentials = new Map<string, engineKeys.EngineCredentials>();
+  const instances = parsed.data.instances.map((configured, index): ResolvedInstance => {
+    const id = configured.id ?? `${configured.role}-${index}`;
+    const into = { env, engineCredentials, issues };
+    const inst = engineKeys.takeEngineCredentials(configured, id, `instances[${index}]`, into);
     if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
     seen.add(id);
     let profile: DispatchProfile = 'unknown';
@@ -377,7 +388,7 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
   });
   if ('issues' in scheduling) issues.push(...scheduling.issues);
   if (issues.length > 0 || 'issues' in scheduling) throw new ConfigError(issues);
-  return { ...parsed.data, instances, scheduling: scheduling.config };
+  return { ...parsed.data, instances, scheduling: scheduling.config, engineCredentials };
 }
 
 const commaList = (v: string): string[] =>
