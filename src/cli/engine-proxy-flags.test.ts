@@ -20,11 +20,22 @@ const cli = (over: Partial<Cli>): Cli => ({
 describe('motor engine-proxy flags (credentials, bootstrap host)', () => {
   afterEach(() => {
     delete process.env.MOTOR_ENGINE_API_KEY;
+    delete process.env.MOTOR_ENGINE_ADMIN_API_KEY;
   });
 
   it('passes --engine-api-key / --engine-admin-api-key through; an empty key is none', async () => {
     const opts = await resolveOptions(cli({ engineApiKey: 'k', engineAdminApiKey: '' }));
     expect(opts).toMatchObject({ engineApiKey: 'k', engineAdminApiKey: null });
+  });
+
+  it('reads MOTOR_ENGINE_API_KEY / MOTOR_ENGINE_ADMIN_API_KEY; a flag wins', async () => {
+    process.env.MOTOR_ENGINE_API_KEY = 'from-env';
+    process.env.MOTOR_ENGINE_ADMIN_API_KEY = 'admin-env';
+    expect(await resolveOptions(cli({}))).toMatchObject({
+      engineApiKey: 'from-env',
+      engineAdminApiKey: 'admin-env',
+    });
+    expect(await resolveOptions(cli({ engineApiKey: 'flag' }))).toMatchObject({ engineApiKey: 'flag' });
   });
 
   it('refuses a loopback bootstrap host when the proxy listens beyond loopback, naming --bootstrap-host', async () => {

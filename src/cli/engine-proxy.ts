@@ -325,8 +325,9 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
     engineTimeoutMs: cli.engineTimeoutMs,
     engineConnections: cli.engineConnections,
     maxBodyBytes: cli.maxBodyBytes,
-    engineApiKey: nonEmpty(cli.engineApiKey),
-    engineAdminApiKey: nonEmpty(cli.engineAdminApiKey),
+    // Flags win over the environment (which keeps the keys out of `ps`).
+    engineApiKey: nonEmpty(cli.engineApiKey ?? process.env.MOTOR_ENGINE_API_KEY),
+    engineAdminApiKey: nonEmpty(cli.engineAdminApiKey ?? process.env.MOTOR_ENGINE_ADMIN_API_KEY),
   };
   return bootstrapHostProblem(resolved) ?? resolved;
 }
