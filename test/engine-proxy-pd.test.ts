@@ -82,7 +82,8 @@ beforeAll(async () => {
       '2500',
     ),
     proxy(td, 'decode', layerwise, ...ANY_LOCAL_PEER),
-    proxy(bp, 'prefill', sglang, ...ANY_LOCAL_PEER),
+    // motor sim serves bootstrap on its HTTP port (the proxy's default is SGLang's 8998).
+    proxy(bp, 'prefill', sglang, ...ANY_LOCAL_PEER, '--bootstrap-port', new URL(bp.url).port),
     proxy(bd, 'decode', sglang, ...ANY_LOCAL_PEER),
   ]);
   procs.push(...proxies);
