@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { engineAuthRefusal, type EngineKeys } from '../../test/helpers/engine-auth-rules.js';
@@ -161,5 +163,56 @@ describe('engine proxy credentials (--engine-api-key, --engine-admin-api-key)', 
     ).rejects.toThrow(
       'engine answered 401 to GET /server_info: the engine API key (--engine-api-key) is missing or wrong',
     );
+  });
+});
+
+describe('engine keys are never shown', () => {
+  it('not in the start-up logs, /v1/motor/info, /debug/state, /health nor a refusal', async () => {
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString('utf8'));
+          done();
+        },
+      }),
+    );
+    const engine = new FakeEngineClient(
+      guarded(
+        'sglang',
+        { apiKey: 'sekrit-api', adminApiKey: 'sekrit-admin' },
+        withSglangServerInfo(() => engineReply(401, {})),
+      ),
+    );
+    const server = await startEngineProxy(
+      {
+        ...ENGINE_PROXY_DEFAULTS,
+        engineUrl: ENGINE_URL,
+        role: 'prefill',
+        engine: 'sglang',
+        dispatchCapabilities: ['concurrent_engine_sync'],
+        dispatchProfile: 'bootstrap',
+        bootstrapHost: null,
+        bootstrapPort: null,
+        peerAllow: [],
+        engineApiKey: 'sekrit-api',
+        engineAdminApiKey: 'sekrit-admin',
+      },
+      log,
+      { engine },
+    );
+    try {
+      const texts = await Promise.all(
+        ['/v1/motor/info', '/debug/state', '/health', '/v1/models'].map(async (path) =>
+          (await fetch(`${server.url}${path}`)).text(),
+        ),
+      );
+      expect(texts[3]).toMatch(/engine API key/); // the script's 401 on a guarded route
+      expect([...texts, ...lines].join('\n')).not.toMatch(/sekrit/);
+      expect(lines.join('')).toMatch(/listening/);
+    } finally {
+      await server.close();
+    }
   });
 });
