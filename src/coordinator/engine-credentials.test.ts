@@ -169,13 +169,15 @@ describe('Upstreams sends each instance its own key', () => {
 
 describe('coordinator direct mode against an engine with --api-key', () => {
   let good: Awaited<ReturnType<typeof fakeEngine>>;
+  let other: Awaited<ReturnType<typeof fakeEngine>>;
   let coordinator: RunningCoordinator | null = null;
   beforeAll(async () => {
     good = await fakeEngine('vllm', { apiKey: 'right' });
+    other = await fakeEngine('vllm', { apiKey: 'other-right' });
   });
   afterAll(async () => {
     await coordinator?.close();
-    await good.close();
+    await Promise.all([good.close(), other.close()]);
   });
 
   async function chat(key: string): Promise<{ status: number; text: string }> {
@@ -206,5 +208,36 @@ describe('coordinator direct mode against an engine with --api-key', () => {
     expect(wrong.status).toBe(502);
     expect(wrong.text).toMatch(/engine v0 answered 401: the engine API key is missing or wrong/);
     expect(wrong.text).not.toContain('bad-secret-123');
+  });
+
+  it('a misconfigured instance is retried elsewhere and its breaker opens: no retry storm', async () => {
+    await coordinator?.close();
+    const config = validateCoordinatorConfig(
+      {
+        server: { port: 0 },
+        health: { intervalMs: 0 },
+        scheduling: { policy: 'round-robin', circuitBreaker: { failureThreshold: 2, openMs: 60_000 } },
+        instances: [
+          { id: 'bad', url: other.url, role: 'union', mode: 'direct', apiKey: 'stale' },
+          { id: 'ok', url: good.url, role: 'union', mode: 'direct', apiKey: 'right' },
+        ],
+      },
+      {},
+    );
+    coordinator = await startCoordinator(config, createLogger('test', 'silent'));
+    other.seen.length = 0;
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${coordinator.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      await res.text();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    // two refusals open the breaker; the misconfigured engine is not asked again
+    expect(other.seen.filter((s) => s.path === '/v1/chat/completions')).toHaveLength(2);
   });
 });
