@@ -48,6 +48,8 @@ export async function startSim(spec: SimSpec): Promise<MotorChild> {
     spec.engine ?? 'vllm',
     '--time-scale',
     '0.2',
+    // SGLang prefills bind a bootstrap server (default 8998): any free port, so clusters can coexist.
+    ...(spec.engine === 'sglang' && spec.role === 'prefill' ? ['--bootstrap-port', '0'] : []),
     ...(spec.args ?? []),
   ]);
 }
@@ -149,10 +151,6 @@ export async function startEngineProxy(
 ): Promise<MotorChild> {
   const args = ['engine-proxy', '--engine-url', sim.url, '--role', role, '--port', '0'];
   args.push('--peer-allow', 'http://127.0.0.1:*');
-  // motor sim serves SGLang bootstrap on its HTTP port (the proxy's default is SGLang's 8998).
-  if (role === 'prefill' && engineConfig?.engine_type === 'sglang') {
-    args.push('--bootstrap-port', new URL(sim.url).port);
-  }
   let dir: string | null = null;
   if (engineConfig) {
     dir = await mkdtemp(join(tmpdir(), 'motor-proxy-'));

@@ -82,8 +82,7 @@ beforeAll(async () => {
       '2500',
     ),
     proxy(td, 'decode', layerwise, ...ANY_LOCAL_PEER),
-    // motor sim serves bootstrap on its HTTP port (the proxy's default is SGLang's 8998).
-    proxy(bp, 'prefill', sglang, ...ANY_LOCAL_PEER, '--bootstrap-port', new URL(bp.url).port),
+    proxy(bp, 'prefill', sglang, ...ANY_LOCAL_PEER),
     proxy(bd, 'decode', sglang, ...ANY_LOCAL_PEER),
   ]);
   procs.push(...proxies);
@@ -124,7 +123,8 @@ describe('vLLM handoff through two proxies (conformance 17, 19)', () => {
     });
     expect(p.json.expires_at_ms).toBeGreaterThan(Date.now());
 
-    // Exactly what the prefill engine received (17): request_id, X-Request-Id, kv_transfer_params, no envelope.
+    // Exactly what the prefill engine received (17): request_id, X-Request-Id, kv_transfer_params,
+    // min_tokens 1 (so an EOS cannot end it: src/engine-adapters/vllm.ts), no envelope.
     const [pReq, ...pMore] = await recorded(simP.url, `${root}#a1`);
     expect(pMore).toEqual([]);
     expect(pReq!.headers['x-request-id']).toBe(`${root}#a1`);
@@ -132,6 +132,7 @@ describe('vLLM handoff through two proxies (conformance 17, 19)', () => {
       ...chatBody(PROMPT, { max_tokens: 1, stream: false }),
       request_id: `${root}#a1`,
       kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false },
+      min_tokens: 1,
     });
 
     const d = await post(
@@ -410,7 +411,11 @@ describe('SGLang bootstrap through two proxies (conformance 21)', () => {
   let simP: MotorProcess, simD: MotorProcess, proxyP: MotorProcess, proxyD: MotorProcess;
   beforeAll(() => void ({ simP, simD, proxyP, proxyD } = boot));
 
-  it('both legs get the same room, the prefill host and its bootstrap port', async () => {
+  it('both legs get the same room, the prefill host and the bootstrap port its engine reports', async () => {
+    // The proxy learns it from the engine's /server_info (never the HTTP port).
+    const reported = (await http(simP.url, 'GET', '/server_info')).json
+      .disaggregation_bootstrap_port as number;
+    expect(reported).not.toBe(Number(new URL(simP.url).port));
     const root = 'boot-1';
     const pair = 'pair-boot-1';
     const ids = { root, pair, prefillUrl: proxyP.url, decodeUrl: proxyD.url };
@@ -438,7 +443,7 @@ describe('SGLang bootstrap through two proxies (conformance 21)', () => {
       expect(req.body).toMatchObject({
         rid: `${root}#a1`,
         bootstrap_host: '127.0.0.1',
-        bootstrap_port: Number(new URL(simP.url).port),
+        bootstrap_port: reported,
       });
     }
     const info = await http(proxyP.url, 'GET', '/v1/motor/info');
@@ -446,7 +451,7 @@ describe('SGLang bootstrap through two proxies (conformance 21)', () => {
       engine: 'sglang',
       role: 'prefill',
       dispatch_capabilities: ['concurrent_engine_sync'],
-      bootstrap: { host: '127.0.0.1', port: Number(new URL(simP.url).port) },
+      bootstrap: { host: '127.0.0.1', port: reported },
     });
   });
 

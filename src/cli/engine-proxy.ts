@@ -132,7 +132,7 @@ export function registerEngineProxy(program: Command): void {
     )
     .option(
       '--handoff-ttl-ms <ms>',
-      'handoff: expires_at_ms of completed prefill results (vLLM NIXL frees unread blocks after 480 s)',
+      'handoff: expires_at_ms of completed prefill results (NIXL 2026-01 and vllm-ascend Mooncake free unread blocks after 480 s; capped at the 30 s lease for newest NIXL)',
       intArg('--handoff-ttl-ms', 1),
       d.handoffTtlMs,
     )

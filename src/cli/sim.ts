@@ -102,6 +102,14 @@ export function registerSim(program: Command): void {
       d.bootstrapTimeoutMs,
     )
     .option(
+      '--bootstrap-port <port>',
+      "SGLang: the prefill's bootstrap server port (0 = any free port); what bootstrap_port: null means",
+      intArg('--bootstrap-port', 0, 65535),
+      d.bootstrapPort,
+    )
+    .option('--api-key <key>', 'engine API key (vLLM: /v1* routes; SGLang: all but health/ready/metrics)')
+    .option('--admin-api-key <key>', 'SGLang admin key: required instead of --api-key on /abort_request')
+    .option(
       '--max-body-bytes <n>',
       'request body limit (413 beyond)',
       intArg('--max-body-bytes', 1),
@@ -134,6 +142,11 @@ export function registerSim(program: Command): void {
       'close the next N accepted connections (-1 = all)',
       intArg('--fault-refuse-connections', -1),
     )
+    .option(
+      '--fault-stream-error-first <n>',
+      "the next N decode/single requests fail with the engine's generation error (stream: 200, then an error event)",
+      intArg('--fault-stream-error-first'),
+    )
     .option('--fault-match-path <path>', 'only inject faults on this route')
     .addOption(
       new Option('--fault-match-kv <which>', 'only requests with/without P/D fields').choices([
@@ -154,6 +167,7 @@ export function registerSim(program: Command): void {
         ['faultDieAfterTokens', 'die_after_tokens'],
         ['faultSlowDecode', 'slow_decode_factor'],
         ['faultRefuseConnections', 'refuse_connections'],
+        ['faultStreamErrorFirst', 'stream_error_first'],
         ['faultMatchPath', 'match_path'],
         ['faultMatchKv', 'match_kv'],
       ];
@@ -182,6 +196,9 @@ export function registerSim(program: Command): void {
         kvLeaseMs: o.kvLeaseMs as number,
         kvWaitMs: o.kvWaitMs as number,
         bootstrapTimeoutMs: o.bootstrapTimeoutMs as number,
+        bootstrapPort: o.bootstrapPort as number,
+        apiKey: (o.apiKey as string | undefined) ?? null,
+        adminApiKey: (o.adminApiKey as string | undefined) ?? null,
         maxBodyBytes: o.maxBodyBytes as number,
         recordMax: o.recordMax as number,
         ledgerMax: o.ledgerMax as number,

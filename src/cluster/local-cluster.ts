@@ -100,8 +100,6 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
           engineConfigFile,
           '--peer-allow',
           'http://127.0.0.1:*',
-          // motor sim serves bootstrap on its HTTP port; a sim that reports /server_info wins anyway.
-          ...(engine === 'sglang' && role === 'prefill' ? ['--bootstrap-port', new URL(sim.url).port] : []),
         ]);
         return { role, simUrl: sim.url, url: proxy.url };
       }),

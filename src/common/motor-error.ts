@@ -28,6 +28,11 @@ export const ERROR_CODES = {
   connection_error: { status: 502, type: 'server_error', retryable: true },
   /** An engine answered something that breaks the protocol (bad PrefillResult, not JSON). */
   protocol_error: { status: 502, type: 'server_error', retryable: true },
+  /**
+   * The decode engine preempted the request (vllm-ascend recompute scheduler, `stop_reason:
+   * "recomputed"`): retried before commit, an error frame after; not an engine fault.
+   */
+  decode_recomputed: { status: 503, type: 'server_error', retryable: true },
   first_token_timeout: { status: 504, type: 'server_error', retryable: true },
   idle_timeout: { status: 504, type: 'server_error', retryable: false },
   deadline_exceeded: { status: 504, type: 'server_error', retryable: false },

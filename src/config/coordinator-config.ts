@@ -8,8 +8,10 @@ import {
   explainEngineProfile,
   type DispatchPlan,
   type DispatchProfile,
+  type EngineKind,
 } from '../protocol/index.js';
 import * as engineKeys from './engine-credentials.js';
+import { mergeDeep } from './merge-deep.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 
 /**
@@ -39,15 +41,14 @@ export const instanceConfigSchema = z
       ),
     engine: z
       .enum(['vllm', 'sglang'])
-      .default('vllm')
-      .describe(
-        'engine kind behind the URL (SGLang instances advertise `concurrent_engine_sync`: the bootstrap flow)',
-      ),
+      .optional()
+      .describe('engine kind behind the URL; unset: the proxy says (mode proxy), `vllm` (mode direct)'),
     dispatchProfile: z
       .string()
       .optional()
       .describe(
-        'explicit profile: trigger | handoff | bootstrap (or a plan name); wins over kvTransferConfig',
+        'explicit profile: trigger | handoff | bootstrap (or a plan name); wins over kvTransferConfig and ' +
+          "over what a proxy reports (unset in mode proxy: the proxy's `/v1/motor/info`)",
       ),
     kvTransferConfig: z
       .record(z.string(), z.unknown())
@@ -66,15 +67,17 @@ export const instanceConfigSchema = z
     models: z
       .array(z.string().min(1))
       .default([])
-      .describe('model names served (routing and `/v1/models`); empty = any model, not listed'),
+      .describe(
+        "model names served (routing and `/v1/models`); empty = any model, and `/v1/models` lists the engine's own",
+      ),
     bootstrapPort: z
       .int()
       .min(1)
       .max(65535)
       .optional()
       .describe(
-        'direct SGLang prefill: bootstrap port given to both legs (default: the URL port, as `motor sim` ' +
-          'serves it; real SGLang: 8998)',
+        "direct SGLang prefill: bootstrap port given to both legs when the engine's `/server_info` reports " +
+          "none (default SGLang's own 8998, never the HTTP port)",
       ),
     ...engineKeys.engineCredentialFields,
   })
@@ -299,11 +302,15 @@ export const coordinatorConfigSchema = z.strictObject({
 
 export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;
 export type InstanceConfig = z.output<typeof instanceConfigSchema>;
-type KeyField = engineKeys.EngineKeyField;
+type NotResolved = 'id' | 'dispatchCapabilities' | 'engine' | engineKeys.EngineKeyField;
 
 /** An instance after validation: capabilities and profile resolved; its keys are in `engineCredentials`. */
-export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities' | KeyField> {
+export interface ResolvedInstance extends Omit<InstanceConfig, NotResolved> {
   id: string;
+  /** The configured engine, else `vllm` until discovery says otherwise. */
+  engine: EngineKind;
+  /** What the config set itself (the rest may be discovered); absent on instances from elsewhere. */
+  configured?: { engine: boolean; capabilities: boolean };
   /** Index in the static list (the envelope's `instance_id`). */
   index: number;
   dispatchCapabilities: DispatchPlan[];
@@ -341,27 +348,24 @@ function shortMessage(issue: z.core.$ZodIssue): string {
 }
 
 /** Validates a raw config object (merged from its sources) and resolves each instance; `env` for `*Env` keys. */
-export function validateCoordinatorConfig(
-  raw: unknown,
-  env: NodeJS.ProcessEnv = process.env,
-): CoordinatorConfig {
+export function validateCoordinatorConfig(raw: unknown, env = process.env): CoordinatorConfig {
   const parsed = coordinatorConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${shortMessage(i)}`));
   }
   const issues: string[] = [];
   const seen = new Set<string>();
-  const engineCredentials = new Map<string, engineKeys.EngineCredentials>();
-  const instances = parsed.data.instances.map((configured, index): ResolvedInstance => {
-    const id = configured.id ?? `${configured.role}-${index}`;
-    const into = { env, engineCredentials, issues };
-    const inst = engineKeys.takeEngineCredentials(configured, id, `instances[${index}]`, into);
+  const keys = { env, engineCredentials: new Map<string, engineKeys.EngineCredentials>(), issues };
+  const instances = parsed.data.instances.map((entry, index): ResolvedInstance => {
+    const id = entry.id ?? `${entry.role}-${index}`;
+    const inst = engineKeys.takeEngineCredentials(entry, id, `instances[${index}]`, keys);
+    const engine: EngineKind = inst.engine ?? 'vllm';
     if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
     seen.add(id);
     let profile: DispatchProfile = 'unknown';
     try {
       const config = inst.kvTransferConfig ? { kv_transfer_config: inst.kvTransferConfig } : {};
-      profile = explainEngineProfile(config, inst.engine, inst.dispatchProfile).profile;
+      profile = explainEngineProfile(config, engine, inst.dispatchProfile).profile;
     } catch (err) {
       if (!(err instanceof DispatchProfileError)) throw err;
       issues.push(`instances[${index}].dispatchProfile: ${err.message}`);
@@ -370,13 +374,15 @@ export function validateCoordinatorConfig(
     if (inst.dispatchCapabilities !== undefined) {
       capabilities = [...dispatchPlansFromCapabilities(inst.dispatchCapabilities)];
       if (profile === 'unknown' && capabilities.includes('concurrent_engine_sync')) {
-        profile = inst.engine === 'sglang' ? 'bootstrap' : 'trigger';
+        profile = engine === 'sglang' ? 'bootstrap' : 'trigger';
       }
       if (profile === 'unknown' && capabilities.includes('prefill_handoff_decode')) profile = 'handoff';
     } else {
       capabilities = dispatchCapabilitiesForProfile(profile) as DispatchPlan[];
     }
-    return { ...inst, id, index, dispatchCapabilities: capabilities, profile };
+    const named = [inst.dispatchProfile, inst.kvTransferConfig, inst.dispatchCapabilities].some(Boolean);
+    const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
+    return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured };
   });
   if (parsed.data.observability.requireApiKey && parsed.data.server.apiKeys.length === 0)
     issues.push('observability.requireApiKey: needs server.apiKeys');
@@ -388,7 +394,12 @@ export function validateCoordinatorConfig(
   });
   if ('issues' in scheduling) issues.push(...scheduling.issues);
   if (issues.length > 0 || 'issues' in scheduling) throw new ConfigError(issues);
-  return { ...parsed.data, instances, scheduling: scheduling.config, engineCredentials };
+  return {
+    ...parsed.data,
+    instances,
+    scheduling: scheduling.config,
+    engineCredentials: keys.engineCredentials,
+  };
 }
 
 const commaList = (v: string): string[] =>
@@ -438,6 +449,8 @@ export function configFromFlags(flags: ConfigFlags): Record<string, unknown> {
   return out;
 }
 
+export { mergeDeep };
+
 /** Reads, merges and validates: defaults < file < env < flags. */
 export async function loadCoordinatorConfig(
   flags: ConfigFlags,
@@ -463,19 +476,8 @@ export async function loadCoordinatorConfig(
   }
   return validateCoordinatorConfig(
     mergeDeep(mergeDeep(fromFile, configFromEnv(env)), configFromFlags(flags)),
+    env,
   );
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Merges plain objects recursively; arrays and scalars from `over` replace. */
-export function mergeDeep(base: unknown, over: unknown): unknown {
-  if (!isRecord(base) || !isRecord(over)) return over === undefined ? base : over;
-  const out: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(over)) out[k] = mergeDeep(base[k], v);
-  return out;
 }
 
 /** Sets `a.b[2].c` in a plain object tree, creating objects/arrays on the way. */

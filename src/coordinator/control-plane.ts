@@ -9,6 +9,8 @@ import {
   type Registry,
   type RegistryConfig,
 } from '../registry/index.js';
+import { httpJsonGetter } from './discovery-probe.js';
+import { InstanceDiscovery } from './instance-discovery.js';
 import { RegistryInstanceSource, registrationFromConfig } from './registry-instance-source.js';
 import type { Upstreams } from './upstream.js';
 
@@ -22,6 +24,8 @@ export interface ControlPlane {
   registry: Registry;
   health: HealthProber;
   source: RegistryInstanceSource;
+  /** What the config's instances report about themselves (docs/coordinator.md "Discovery"). */
+  discovery: InstanceDiscovery;
   /**
    * Serves the management API on `management.port` (no-op when it is null); logs `listening` with
    * `name: "management"`. `load` and `circuit` fill the views' fields of the same names.
@@ -55,6 +59,8 @@ export async function startControlPlane(
   const registry = await createRegistry(registryConfig(config), { logger: log });
   let health: HealthProber | undefined;
   let source: RegistryInstanceSource | undefined;
+  let discovery: InstanceDiscovery | undefined;
+  const getter = httpJsonGetter();
   try {
     await registerStaticInstances(registry, config.instances.map(registrationFromConfig));
     const h = config.health;
@@ -66,28 +72,45 @@ export async function startControlPlane(
       path: h.path,
       logger: log,
     });
+    discovery = new InstanceDiscovery({
+      registry,
+      health,
+      staticInstances: config.instances,
+      get: getter.get,
+      timeoutMs: h.timeoutMs,
+      // SGLang guards /server_info too (fixtures README fact 22): discovery presents the engine key.
+      apiKeyFor: (id) => config.engineCredentials.get(id)?.apiKey ?? undefined,
+      log,
+    });
     source = new RegistryInstanceSource({
       registry,
       health,
       staticInstances: config.instances,
       onOriginUnused: (url) => void upstreams.release(url),
+      discovery,
       log,
     });
     health.start();
+    discovery.start();
     if (h.intervalMs > 0) await Promise.all(registry.list().map((r) => health!.probeNow(r.id)));
+    await discovery.settled();
   } catch (err) {
+    discovery?.close();
     source?.close();
     await health?.stop();
     await registry.close();
+    await getter.close();
     throw err;
   }
   const prober = health;
   const instances = source;
+  const discovered = discovery;
   let management: ManagementServer | null = null;
   return {
     registry,
     health: prober,
     source: instances,
+    discovery: discovered,
     async startManagement(providers = {}) {
       const m = config.management;
       if (m.port === null) return null;
@@ -110,9 +133,11 @@ export async function startControlPlane(
     },
     async close() {
       await management?.close();
+      discovered.close();
       instances.close();
       await prober.stop();
       await registry.close();
+      await getter.close();
     },
   };
 }

@@ -4,6 +4,8 @@ import type { ResolvedInstance } from '../config/coordinator-config.js';
 export interface Instance extends ResolvedInstance {
   /** Requests (legs) currently open against this instance. */
   inFlight: number;
+  /** Models the engine itself lists (discovery); `/v1/models` shows them when `models` is empty. */
+  reportedModels?: readonly string[];
 }
 
 /**
@@ -15,6 +17,8 @@ export interface InstanceSource {
   routable(): readonly Instance[];
   /** Every known instance (for `/v1/models`). */
   all(): readonly Instance[];
+  /** Per instance id, why it is held out of scheduling or disagrees with its config (`/ready`). */
+  problems?(): Readonly<Record<string, string>>;
   /**
    * Claims the instance for one leg: the idempotent release callback, or `undefined` when it no
    * longer takes new work (drained or paused since it was picked). Absent = always granted.

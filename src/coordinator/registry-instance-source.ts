@@ -1,10 +1,13 @@
 import type { Logger } from '../common/logger.js';
 import type { ResolvedInstance } from '../config/coordinator-config.js';
-import type { DispatchProfile } from '../protocol/index.js';
+import type { DispatchPlan, DispatchProfile, EngineKind } from '../protocol/index.js';
 import type { HealthProber, InstanceRecord, InstanceRegistration, Registry } from '../registry/index.js';
+import { resolveSglangBootstrapPort } from '../engine-adapters/sglang-server-info.js';
+import type { DiscoveryOutcome } from './discovery-reconcile.js';
+import type { InstanceDiscovery } from './instance-discovery.js';
 import type { Instance, InstanceSource } from './instance-source.js';
 
-/** Label an instance may carry to name its SGLang bootstrap port (default: its URL port). */
+/** Label an instance may carry to name its SGLang bootstrap port (direct mode default: 8998). */
 export const BOOTSTRAP_PORT_LABEL = 'bootstrap_port';
 
 /** A static config instance as a registry registration (source `static`, no lease). */
@@ -22,13 +25,15 @@ export function registrationFromConfig(instance: ResolvedInstance): InstanceRegi
   };
 }
 
-/** The dispatch profile of a record whose capabilities were given explicitly (as the config does it). */
-function profileOf(record: InstanceRecord): DispatchProfile {
-  if (record.dispatch_profile !== null) return record.dispatch_profile;
-  if (record.dispatch_capabilities.includes('concurrent_engine_sync'))
-    return record.engine === 'sglang' ? 'bootstrap' : 'trigger';
-  if (record.dispatch_capabilities.includes('prefill_handoff_decode')) return 'handoff';
+/** The dispatch profile of capabilities given explicitly (as the config does it). */
+export function profileFromCapabilities(plans: readonly DispatchPlan[], engine: EngineKind): DispatchProfile {
+  if (plans.includes('concurrent_engine_sync')) return engine === 'sglang' ? 'bootstrap' : 'trigger';
+  if (plans.includes('prefill_handoff_decode')) return 'handoff';
   return 'unknown';
+}
+
+function profileOf(record: InstanceRecord): DispatchProfile {
+  return record.dispatch_profile ?? profileFromCapabilities(record.dispatch_capabilities, record.engine);
 }
 
 export interface RegistryInstanceSourceOptions {
@@ -38,6 +43,8 @@ export interface RegistryInstanceSourceOptions {
   staticInstances?: readonly ResolvedInstance[];
   /** Called with the URL of an instance that is gone (and no other instance shares its origin). */
   onOriginUnused?: (url: string) => void;
+  /** What static instances reported about themselves; blocked ones are not routable. */
+  discovery?: InstanceDiscovery;
   log?: Logger;
 }
 
@@ -53,15 +60,18 @@ export class RegistryInstanceSource implements InstanceSource {
   private readonly byId = new Map<string, Instance>();
   private readonly staticById: Map<string, ResolvedInstance>;
   private readonly onOriginUnused: ((url: string) => void) | undefined;
+  private readonly discovery: InstanceDiscovery | undefined;
   private nextIndex: number;
   private routableCache: Instance[] | null = null;
   private allCache: Instance[] | null = null;
+  private problemsCache: Record<string, string> | null = null;
   private readonly unsubscribe: Array<() => void> = [];
 
   constructor(options: RegistryInstanceSourceOptions) {
     this.registry = options.registry;
     this.health = options.health;
     this.onOriginUnused = options.onOriginUnused;
+    this.discovery = options.discovery;
     this.staticById = new Map((options.staticInstances ?? []).map((i) => [i.id, i]));
     this.nextIndex = options.staticInstances?.length ?? 0;
     this.unsubscribe.push(
@@ -75,13 +85,21 @@ export class RegistryInstanceSource implements InstanceSource {
       ),
       this.health.onChange(() => this.invalidate()),
     );
+    if (this.discovery)
+      this.unsubscribe.push(
+        this.discovery.onChange((id) => {
+          const record = this.registry.get(id);
+          if (record) this.upsert(record);
+          this.invalidate();
+        }),
+      );
   }
 
   routable(): readonly Instance[] {
     if (this.routableCache === null) {
       const out: Instance[] = [];
       for (const instance of this.byId.values()) {
-        if (this.health.isRoutable(instance.id)) out.push(instance);
+        if (this.health.isRoutable(instance.id) && !this.blocked(instance.id)) out.push(instance);
       }
       this.routableCache = out;
     }
@@ -91,6 +109,21 @@ export class RegistryInstanceSource implements InstanceSource {
   all(): readonly Instance[] {
     this.allCache ??= [...this.byId.values()];
     return this.allCache;
+  }
+
+  problems(): Readonly<Record<string, string>> {
+    if (this.problemsCache === null) {
+      const out: Record<string, string> = {};
+      for (const id of this.byId.keys()) {
+        const outcome = this.outcomeOf(id);
+        if (!outcome) continue;
+        const lines = outcome.blocked !== null ? [`not scheduled: ${outcome.blocked}`] : [];
+        lines.push(...outcome.notes);
+        if (lines.length > 0) out[id] = lines.join('; ');
+      }
+      this.problemsCache = out;
+    }
+    return this.problemsCache;
   }
 
   get(id: string): Instance | undefined {
@@ -116,6 +149,16 @@ export class RegistryInstanceSource implements InstanceSource {
   private invalidate(): void {
     this.routableCache = null;
     this.allCache = null;
+    this.problemsCache = null;
+  }
+
+  /** Discovery speaks only for the config's instances, while they are still the config's record. */
+  private outcomeOf(id: string): DiscoveryOutcome | undefined {
+    return this.registry.get(id)?.source === 'static' ? this.discovery?.outcome(id) : undefined;
+  }
+
+  private blocked(id: string): boolean {
+    return (this.outcomeOf(id)?.blocked ?? null) !== null;
   }
 
   private upsert(record: InstanceRecord): void {
@@ -139,12 +182,17 @@ export class RegistryInstanceSource implements InstanceSource {
         ? { bootstrapPort: bootstrap }
         : {}),
     };
+    const found = record.source === 'static' ? this.discovery?.outcome(record.id) : undefined;
+    if (found) applyOutcome(fields, found);
+    if (fields.mode === 'direct' && fields.engine === 'sglang' && fields.bootstrapPort === undefined)
+      fields.bootstrapPort = resolveSglangBootstrapPort(null, null);
     if (!existing) {
       this.byId.set(record.id, { ...fields, inFlight: 0 });
       return;
     }
     const oldUrl = existing.url;
     delete existing.bootstrapPort;
+    delete existing.reportedModels;
     Object.assign(existing, fields);
     if (oldUrl !== existing.url) this.releaseIfUnused(oldUrl);
   }
@@ -167,6 +215,16 @@ export class RegistryInstanceSource implements InstanceSource {
   private indexFor(id: string): number {
     return /^\d{1,9}$/.test(id) ? Number(id) : this.nextIndex++;
   }
+}
+
+/** Discovered values fill what the config left open (the outcome already let configured values win). */
+function applyOutcome(fields: Omit<Instance, 'inFlight'>, outcome: DiscoveryOutcome): void {
+  if (outcome.engine !== undefined) fields.engine = outcome.engine;
+  if (outcome.dispatchCapabilities !== undefined)
+    fields.dispatchCapabilities = [...outcome.dispatchCapabilities];
+  if (outcome.profile !== undefined) fields.profile = outcome.profile;
+  if (outcome.bootstrapPort !== undefined) fields.bootstrapPort = outcome.bootstrapPort;
+  if (outcome.reportedModels.length > 0) fields.reportedModels = outcome.reportedModels;
 }
 
 function sameSet(configured: ResolvedInstance, record: InstanceRecord): boolean {

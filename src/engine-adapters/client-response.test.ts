@@ -64,4 +64,13 @@ describe('SseNormalizer', () => {
     const frame = 'data: {"choices":[{"delta":{"content":"\\"text\\": x"}}]}\n\n';
     expect(n.push(frame)).toBe(frame);
   });
+
+  it('keeps a multi-byte character split across byte chunks whole', () => {
+    const n = new SseNormalizer(chat);
+    const bytes = Buffer.from('data: {"choices":[{"delta":{"content":"é😀"}}]}\n\n');
+    let out = '';
+    for (let i = 0; i < bytes.length; i += 1) out += n.push(bytes.subarray(i, i + 1));
+    out += n.flush();
+    expect(out).toBe(bytes.toString('utf8'));
+  });
 });

@@ -5,6 +5,7 @@
  * choices is reshaped). Pure functions plus a streaming SSE transformer.
  */
 
+import { StringDecoder } from 'node:string_decoder';
 import { isPlainObject } from '../common/http.js';
 import {
   mayCarryClientForbiddenFields,
@@ -83,12 +84,14 @@ function needsWork(text: string, opts: NormalizeOptions): boolean {
  */
 export class SseNormalizer {
   private pending = '';
+  // Holds a multi-byte character split across TCP chunks until its last byte arrives.
+  private readonly decoder = new StringDecoder('utf8');
 
   constructor(private readonly opts: NormalizeOptions) {}
 
   /** Feeds bytes; returns the complete, normalised events available so far. */
   push(chunk: Buffer | string): string {
-    this.pending += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+    this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
     let out = '';
     for (;;) {
       const end = this.findEventEnd();
@@ -102,7 +105,7 @@ export class SseNormalizer {
 
   /** Returns whatever is left (an unterminated last event), normalised. */
   flush(): string {
-    const rest = this.pending;
+    const rest = this.pending + this.decoder.end();
     this.pending = '';
     return rest.length > 0 ? this.transformEvent(rest) : '';
   }

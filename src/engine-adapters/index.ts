@@ -17,6 +17,13 @@ export {
   triggerPrefillKvParams,
 } from './vllm.js';
 export { sglangAdapter, SGLANG_DEFAULT_BOOTSTRAP_PORT } from './sglang.js';
+export {
+  asSkippedHandoff,
+  DEFAULT_HANDOFF_TTL_MS,
+  handoffExpired,
+  handoffTtlMs,
+  NIXL_LEASE_TTL_MS,
+} from './handoff-ttl.js';
 export { withoutMotorFields } from './leg-kind.js';
 export {
   metaserverKvFieldsSchema,

@@ -55,7 +55,10 @@ export interface BuildEngineRequestInput {
   /** Client body. `_motor_*` keys are removed by the adapter; the object is not mutated. */
   body: Record<string, unknown>;
   dispatch: MotorDispatch;
-  /** Handoff decode: the prefill leg's completed result (its `payload` becomes `kv_transfer_params`). */
+  /**
+   * Handoff decode: the prefill leg's result: `completed` (its `payload` becomes `kv_transfer_params`)
+   * or `skipped` (no KV to read: a plain decode).
+   */
   prefillResult?: PrefillResult | null;
   /** Trigger prefill, run when the metaserver call arrives: the decode engine's KV fields. */
   triggerKv?: MetaserverKvFields | null;
@@ -75,6 +78,11 @@ export interface EngineRequest {
 export interface ParsedPrefill {
   payload: Record<string, unknown>;
   usage: Record<string, unknown> | null;
+  /**
+   * The engine finished the prefill but handed over no KV (vLLM handoff: `kv_transfer_params: null`):
+   * a `skipped` PrefillResult, and the decode runs without KV params (it recomputes the prompt).
+   */
+  skipped?: true;
 }
 
 /** How to abort one engine request. */

@@ -64,6 +64,15 @@ export const vllmAdapter: EngineAdapter = {
         break;
       case 'handoff_prefill':
         body.kv_transfer_params = { ...HANDOFF_PREFILL_KV };
+        // vLLM suppresses EOS and stop strings while output < min_tokens, so the one-token prefill
+        // ends length-capped — the only status for which NixlConnector (2026-01) and every
+        // vllm-ascend Mooncake connector return kv_transfer_params (VL nixl_connector.py and VA
+        // mooncake_connector.py `request_finished`). The vllm-ascend proxies do the same (VA
+        // load_balance_proxy_server_example.py `build_prefill_request`, main; v0.13.0/v0.18.0
+        // `send_request_to_service`). The prefill's token is discarded (the decode samples its own
+        // first token), so the client's answer does not change. The coordinator's leg body stays
+        // free of the client's min_tokens (conformance 18): this is the engine request only.
+        body.min_tokens = 1;
         break;
       case 'handoff_decode': {
         const result = input.prefillResult;
@@ -82,15 +91,18 @@ export const vllmAdapter: EngineAdapter = {
             MOTOR_PREFILL_RESULT_KEY,
           );
         }
-        if (result.status !== 'completed' || result.handoff_mode !== 'handoff') {
+        if (result.status === 'prepared' || result.handoff_mode !== 'handoff') {
           return adapterError(
             400,
-            `${MOTOR_PREFILL_RESULT_KEY} must be status 'completed' with handoff_mode 'handoff' for a handoff ` +
-              `decode, got ${result.status}/${result.handoff_mode}`,
+            `${MOTOR_PREFILL_RESULT_KEY} must be status 'completed' or 'skipped' with handoff_mode 'handoff' ` +
+              `for a handoff decode, got ${result.status}/${result.handoff_mode}`,
             `${MOTOR_PREFILL_RESULT_KEY}.status`,
           );
         }
-        body.kv_transfer_params = result.payload; // verbatim
+        // skipped: the prefill handed over no KV; a plain decode recomputes the prompt, as both
+        // reference proxies do on null params (VL toy_proxy_server.py; VA LBP, all tags).
+        if (result.status === 'skipped') delete body.kv_transfer_params;
+        else body.kv_transfer_params = result.payload; // verbatim
         break;
       }
       case 'trigger_prefill': {
@@ -127,15 +139,30 @@ export const vllmAdapter: EngineAdapter = {
       typeof responseBody === 'object' && responseBody !== null
         ? (responseBody as { kv_transfer_params?: unknown }).kv_transfer_params
         : undefined;
-    if (leg === 'handoff_prefill' && (typeof kv !== 'object' || kv === null || Array.isArray(kv))) {
-      return adapterError(
-        502,
-        'the prefill engine answered without kv_transfer_params (is its KV connector configured for P/D?)',
-        null,
-      );
+    const usage = usageOf(responseBody);
+    if (leg === 'handoff_prefill') {
+      if (typeof responseBody !== 'object' || responseBody === null || Array.isArray(responseBody)) {
+        return adapterError(
+          502,
+          'the prefill engine answered without kv_transfer_params: its answer is not a JSON object',
+          null,
+        );
+      }
+      // null (or absent): the connector kept no blocks for a decode — NixlConnector 2026-01 and the
+      // vllm-ascend Mooncake connectors when the one token ended by EOS/stop (VL nixl_connector.py,
+      // VA mooncake_connector.py / mooncake_hybrid_connector.py `request_finished`). Not a fault of
+      // the engine: the decode runs without KV params (README facts 8, 10, 11).
+      if (kv === null || kv === undefined) return { ok: true, payload: {}, usage, skipped: true };
+      if (typeof kv !== 'object' || Array.isArray(kv)) {
+        return adapterError(
+          502,
+          'the prefill engine answered kv_transfer_params that is not an object',
+          null,
+        );
+      }
     }
     const payload = typeof kv === 'object' && kv !== null ? (kv as Record<string, unknown>) : {};
-    return { ok: true, payload, usage: usageOf(responseBody) };
+    return { ok: true, payload, usage };
   },
 
   abortPlan(): AbortPlan {

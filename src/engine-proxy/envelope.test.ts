@@ -100,7 +100,26 @@ const cases: Case[] = [
       code: 'role_mismatch',
       param: '_motor_dispatch.role',
       message:
-        "_motor_dispatch.role: 'prefill' is not served here (this engine proxy has role decode and accepts decode)",
+        "_motor_dispatch.role: 'prefill' is not served here (this engine proxy has role decode and accepts decode or single)",
+    },
+  },
+  {
+    // fallback-decode-only: a plain request on a vLLM decode just runs (no kv_transfer_params).
+    name: 'vLLM decode serves single',
+    role: 'decode',
+    body: { _motor_dispatch: dispatch('single', HANDOFF) },
+    want: { leg: 'single' },
+  },
+  {
+    name: 'SGLang decode refuses single (it always waits for a bootstrap peer)',
+    role: 'decode',
+    engine: 'sglang',
+    body: { _motor_dispatch: dispatch('single', CONCURRENT) },
+    want: {
+      code: 'role_mismatch',
+      param: '_motor_dispatch.role',
+      message:
+        "_motor_dispatch.role: 'single' is not served here (this engine proxy has role decode and accepts decode)",
     },
   },
   {
@@ -142,7 +161,7 @@ describe('checkEnvelope', () => {
   it.each(cases)('$name', ({ role, engine, capabilities, body, want }) => {
     const got = checkEnvelope(
       { model: 'm', ...body },
-      { role, dispatchCapabilities: capabilities ?? BOTH },
+      { role, engine: engine ?? 'vllm', dispatchCapabilities: capabilities ?? BOTH },
       engineAdapterFor(engine ?? 'vllm'),
     );
     if ('leg' in want) {
@@ -165,7 +184,7 @@ describe('checkEnvelope', () => {
   it('keeps the prefill result only for a handoff decode', () => {
     const got = checkEnvelope(
       { _motor_dispatch: dispatch('decode', HANDOFF), _motor_prefill_result: prefillResult },
-      { role: 'decode', dispatchCapabilities: BOTH },
+      { role: 'decode', engine: 'vllm', dispatchCapabilities: BOTH },
       engineAdapterFor('vllm'),
     );
     expect(got).toMatchObject({ prefillResult: { payload: { a: 1 } } });

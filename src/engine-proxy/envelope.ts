@@ -8,17 +8,22 @@ import {
   parsePrefillResult,
   type MotorDispatch,
   type PrefillResult,
+  type EngineKind,
 } from '../protocol/index.js';
 import type { EngineProxyOptions, ProxyRole } from './options.js';
 import { ProxyError } from './proxy-error.js';
 
-/** The envelope roles each proxy role serves. */
-export const ROLE_ACCEPTS: Readonly<Record<ProxyRole, readonly string[]>> = {
-  union: ['single'],
-  // A prefill instance also serves degraded single-instance dispatch (conformance 15).
-  prefill: ['prefill', 'single'],
-  decode: ['decode'],
-};
+/**
+ * The envelope roles a proxy serves. A prefill also serves degraded single-instance dispatch
+ * (conformance 15). A vLLM decode serves `single` too (the `fallback-decode-only` retry): its KV
+ * connector acts only on requests that carry `kv_transfer_params`, so a plain request just runs. An
+ * SGLang decode (`--disaggregation-mode decode`) cannot: every request it takes waits for a bootstrap peer.
+ */
+export function rolesAccepted(role: ProxyRole, engine: EngineKind): readonly string[] {
+  if (role === 'union') return ['single'];
+  if (role === 'prefill') return ['prefill', 'single'];
+  return engine === 'vllm' ? ['decode', 'single'] : ['decode'];
+}
 
 /** A checked envelope: the dispatch, the leg it asks this engine for, and the body without Motor fields. */
 export interface Envelope {
@@ -31,7 +36,7 @@ export interface Envelope {
 /** Validates the envelope, the role, the plan and the surrounding body (400s name the field). */
 export function checkEnvelope(
   body: Record<string, unknown>,
-  proxy: Pick<EngineProxyOptions, 'role' | 'dispatchCapabilities'>,
+  proxy: Pick<EngineProxyOptions, 'role' | 'engine' | 'dispatchCapabilities'>,
   adapter: EngineAdapter,
 ): Envelope | ProxyError {
   const parsed = parseMotorDispatch(body[MOTOR_DISPATCH_KEY]);
@@ -46,7 +51,7 @@ export function checkEnvelope(
       );
     }
   }
-  const accepted = ROLE_ACCEPTS[proxy.role];
+  const accepted = rolesAccepted(proxy.role, proxy.engine);
   if (!accepted.includes(dispatch.role)) {
     return new ProxyError(
       'role_mismatch',

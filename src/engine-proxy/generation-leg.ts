@@ -1,4 +1,6 @@
 import {
+  asSkippedHandoff,
+  handoffExpired,
   normalizeResponseBody,
   SseNormalizer,
   type BootstrapAddress,
@@ -42,10 +44,20 @@ export async function runGenerationLeg(
       return attempt.refuse('rejected', new ProxyError('invalid_request', message, { param }), null);
     }
   }
+  let prefillResult = env.prefillResult;
+  if (leg === 'handoff_decode' && prefillResult && handoffExpired(prefillResult, ctx.clock.now())) {
+    // Started after the prefill engine freed the blocks (handoff-ttl.ts): reading them would fail
+    // or hang; a plain decode recomputes the prompt instead.
+    ctx.log.warn(
+      { request_id: dispatch.engine_request_id },
+      'handoff expired before the decode; decoding without KV',
+    );
+    prefillResult = asSkippedHandoff(prefillResult);
+  }
   const built = ctx.adapter.buildEngineRequest(leg, {
     body: env.body,
     dispatch,
-    prefillResult: env.prefillResult,
+    prefillResult,
     bootstrap,
   });
   if (!built.ok) return attempt.refuse('rejected', ProxyError.fromAdapter(built), null);

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { sendJson } from '../common/http.js';
 import { MOTOR_DISPATCH_SCHEMA_VERSION } from '../protocol/index.js';
-import { ROLE_ACCEPTS } from './envelope.js';
+import { rolesAccepted } from './envelope.js';
 import { isSglangPrefill } from './options.js';
 import type { ProxyContext } from './proxy-context.js';
 
@@ -17,7 +17,7 @@ export function proxyInfo(ctx: ProxyContext): Record<string, unknown> {
     role: opts.role,
     dispatch_profile: opts.dispatchProfile,
     dispatch_capabilities: opts.dispatchCapabilities,
-    accepts_roles: ROLE_ACCEPTS[opts.role],
+    accepts_roles: rolesAccepted(opts.role, opts.engine),
     bootstrap: isSglangPrefill(opts) ? ctx.selfBootstrap : null,
   };
 }

@@ -63,6 +63,7 @@ export class CoordinatorMetrics {
   readonly attemptFailures: Counter<'code' | 'reason'>;
   readonly stops: Counter<'reason' | 'result'>;
   readonly decisions: Counter<'kind' | 'plan'>;
+  readonly prefillKvSkipped: Counter<'instance' | 'reason'>;
   readonly inFlight: Gauge;
 
   constructor(sources: MetricsSources, opts: { defaultMetrics?: boolean } = {}) {
@@ -135,6 +136,15 @@ export class CoordinatorMetrics {
       name: 'motor_scheduling_decisions_total',
       help: 'Routes chosen per attempt: kind pd (prefill+decode pair) or single (union / decode-only / degraded), by plan',
       labelNames: ['kind', 'plan'],
+      registers,
+    });
+    this.prefillKvSkipped = new Counter({
+      name: 'motor_prefill_kv_skipped_total',
+      help:
+        'Handoff prefills whose KV the decode did not read: the prefill engine returned no kv_transfer_params ' +
+        '(reason no_kv_params: an EOS/stop-ended prefill, or a connector not set up for P/D) or the handoff ' +
+        'expired before the decode started (reason expired); the decode recomputed the prompt',
+      labelNames: ['instance', 'reason'],
       registers,
     });
     this.inFlight = new Gauge({

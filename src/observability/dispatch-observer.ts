@@ -38,6 +38,9 @@ export interface RouteSummary {
 
 export type ObservedLegRole = 'prefill' | 'decode' | 'single';
 
+/** `no_kv_params`: the prefill engine returned none; `expired`: its TTL passed before the decode. */
+export type PrefillKvSkipReason = 'no_kv_params' | 'expired';
+
 export interface RequestObserver {
   /** A new attempt starts on `route` (a scheduling decision). */
   attempt(seq: number, route: RouteSummary): void;
@@ -51,6 +54,11 @@ export interface RequestObserver {
   attemptFailed(code: string, reason: string): void;
   /** The attempt `seq` failed before the first byte and a new attempt follows. */
   retry(seq: number, code: string): void;
+  /**
+   * A handoff prefill on `instanceId` left no KV for the decode to read, which then recomputes the
+   * prompt (never a failure of the instance).
+   */
+  prefillKvSkipped(instanceId: string, reason: PrefillKvSkipReason): void;
   /** Stops sent for a failed attempt (one per instance); `result` is the engine's stop state or an error class. */
   stopResult(reason: string, result: string): void;
   /**
@@ -75,6 +83,7 @@ export const noopRequestObserver: RequestObserver = {
   committed() {},
   attemptFailed() {},
   retry() {},
+  prefillKvSkipped() {},
   stopResult() {},
   end() {},
 };

@@ -11,6 +11,7 @@ import type {
   DispatchObserver,
   LegObserver,
   ObservedLegRole,
+  PrefillKvSkipReason,
   RequestObserver,
   RequestStartInfo,
   RouteSummary,
@@ -223,6 +224,11 @@ class RequestRecord implements RequestObserver {
   retry(seq: number, code: string): void {
     this.obs.metrics.retries.inc({ code: boundedCode(code) });
     this.span?.addEvent('retry', { 'motor.attempt_seq': seq, 'motor.code': code });
+  }
+
+  prefillKvSkipped(instanceId: string, reason: PrefillKvSkipReason): void {
+    this.obs.metrics.prefillKvSkipped.inc({ instance: instanceId, reason });
+    this.span?.addEvent('prefill_kv_skipped', { 'motor.instance': instanceId, 'motor.reason': reason });
   }
 
   stopResult(reason: string, result: string): void {

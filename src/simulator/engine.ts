@@ -11,7 +11,9 @@ import { Ledger, type LedgerEntry } from './ledger.js';
 import { SimMetrics } from './metrics.js';
 import type { SimOptions } from './options.js';
 import { PrefixCache } from './prefix-cache.js';
-import { parseGenRequest, parseJsonPreservingRoom, RequestError } from './request-body.js';
+import { writeGenerationError } from './generation-error.js';
+import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
+import { parseGenerateRequest } from './sglang-generate.js';
 import { DiedError, ResponseWriter } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
@@ -42,11 +44,15 @@ export class SimCore {
     this.kv = new KvTransfer(opts, this.blocks, this.cache, log);
     this.ledger = new Ledger(opts.ledgerMax);
     this.faults = new Faults(opts.faults);
-    this.metrics = new SimMetrics(opts.model, () => ({
-      running: this.scheduler.running,
-      waiting: this.scheduler.waiting + this.kv.waiting,
-      kvUsage: Math.min(1, this.blocks.inUse / Math.max(1, opts.kvBlocks)),
-    }));
+    this.metrics = new SimMetrics(
+      opts.model,
+      () => ({
+        running: this.scheduler.running,
+        waiting: this.scheduler.waiting + this.kv.waiting,
+        kvUsage: Math.min(1, this.blocks.inUse / Math.max(1, opts.kvBlocks)),
+      }),
+      opts.engine,
+    );
     this.output = new ResponseWriter(opts, this.scheduler, this.metrics);
   }
 
@@ -69,7 +75,7 @@ export class SimCore {
 
   /** Serves one generation request; invalid input is thrown (`HttpError`) for the frame to render. */
   async handle(
-    kind: 'chat' | 'completion',
+    kind: GenRequest['kind'],
     path: string,
     req: IncomingMessage,
     res: ServerResponse,
@@ -77,7 +83,10 @@ export class SimCore {
   ) {
     const parsed = parseJsonPreservingRoom(text);
     if (!parsed.ok) throw new HttpError(400, parsed.message);
-    const g = parseGenRequest(kind, parsed.value, this.opts);
+    const g =
+      kind === 'generate'
+        ? parseGenerateRequest(parsed.value, this.opts)
+        : parseGenRequest(kind, parsed.value, this.opts);
     const flow = classifyFlow(g, this.opts.role, this.opts.engine);
     if (g.model !== this.opts.model) {
       throw new HttpError(404, `The model \`${g.model}\` does not exist.`, { param: 'model' });
@@ -87,13 +96,18 @@ export class SimCore {
     const id =
       (this.opts.engine === 'sglang' ? (g.bodyRequestId ?? headerId) : (headerId ?? g.bodyRequestId)) ??
       randomUUID();
-    const fault = this.faults.forRequest(path, g.kv !== null || g.bootstrap !== null);
+    const prefillLeg = flow.endsWith('_prefill');
+    const fault = this.faults.forRequest(path, g.kv !== null || g.bootstrap !== null, prefillLeg);
     const entry = this.ledger.start(id, path, flow);
     if (fault.errorStatus !== null) {
       this.ledger.finish(entry, 'failed', `fault:error_status_${fault.errorStatus}`);
       throw new HttpError(fault.errorStatus, `simulated fault: HTTP ${fault.errorStatus}`, {
         code: fault.errorStatus,
       });
+    }
+    if (fault.streamErrorFirst) {
+      this.ledger.finish(entry, 'failed', 'fault:stream_error_first');
+      return writeGenerationError(this.opts.engine, g, id, this.opts.model, res);
     }
     const ctl = new AbortController();
     this.controls.set(entry, ctl);

@@ -23,6 +23,12 @@ export const FaultConfigSchema = z.strictObject({
   die_after_tokens: z.number().int().min(-1),
   /** Multiplies every decode step (≥ 1 slows down). */
   slow_decode_factor: z.number().positive(),
+  /**
+   * The next N decode/single requests (prefill legs never count) fail the way the engine reports a
+   * KV-transfer/generation failure: streaming ones answer 200 and then an error event first (see
+   * generation-error.ts), non-streaming ones the engine's 500. Counts down; 0 = off.
+   */
+  stream_error_first: z.number().int().min(0),
   /** Close accepted sockets at once: N = the next N connections, -1 = all, 0 = off. */
   refuse_connections: z.number().int().min(-1),
   match_path: z.string().nullable(),
@@ -40,6 +46,7 @@ export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
   hang_before_first_token_ms: 0,
   die_after_tokens: -1,
   slow_decode_factor: 1,
+  stream_error_first: 0,
   refuse_connections: 0,
   match_path: null,
   match_kv: 'any',
@@ -52,9 +59,17 @@ export interface ActiveFaults {
   hangMs: number;
   dieAfterTokens: number;
   slowFactor: number;
+  /** Answer with the engine's generation error (after the 200 when streaming). */
+  streamErrorFirst: boolean;
 }
 
-const NONE: ActiveFaults = Object.freeze({ errorStatus: null, hangMs: 0, dieAfterTokens: -1, slowFactor: 1 });
+const NONE: ActiveFaults = Object.freeze({
+  errorStatus: null,
+  hangMs: 0,
+  dieAfterTokens: -1,
+  slowFactor: 1,
+  streamErrorFirst: false,
+});
 
 export class Faults {
   private cfg: FaultConfig = { ...NO_FAULTS };
@@ -82,7 +97,8 @@ export class Faults {
       c.error_next > 0 ||
       c.hang_before_first_token_ms !== 0 ||
       c.die_after_tokens >= 0 ||
-      c.slow_decode_factor !== 1;
+      c.slow_decode_factor !== 1 ||
+      c.stream_error_first > 0;
     return this.config;
   }
 
@@ -99,7 +115,7 @@ export class Faults {
   }
 
   /** Decides the faults for one inference request (advances the deterministic counters). */
-  forRequest(path: string, hasKv: boolean): ActiveFaults {
+  forRequest(path: string, hasKv: boolean, prefillLeg = false): ActiveFaults {
     if (!this.any) return NONE;
     const c = this.cfg;
     if (c.match_path !== null && c.match_path !== path) return NONE;
@@ -113,11 +129,17 @@ export class Faults {
     }
     if (c.error_every > 0 && this.matched % c.error_every === 0) fail = true;
     if (c.error_rate > 0 && this.rand() < c.error_rate) fail = true;
+    let streamErrorFirst = false;
+    if (!fail && !prefillLeg && c.stream_error_first > 0) {
+      c.stream_error_first--;
+      streamErrorFirst = true;
+    }
     return {
       errorStatus: fail ? c.error_status : null,
       hangMs: c.hang_before_first_token_ms,
       dieAfterTokens: c.die_after_tokens,
       slowFactor: c.slow_decode_factor,
+      streamErrorFirst,
     };
   }
 }

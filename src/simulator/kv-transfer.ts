@@ -1,5 +1,6 @@
 import type { Logger } from '../common/logger.js';
 import { BootstrapRooms } from './bootstrap.js';
+import { BOOTSTRAP_JOIN_PATH } from './sglang-bootstrap-server.js';
 import { isIntArray, isPort, isString, requireField } from './flow.js';
 import { HeldKv, PushInbox, promptHash, type BlockAllocator, type KvPayload } from './kv-handoff.js';
 import type { SimOptions } from './options.js';
@@ -268,7 +269,17 @@ export class KvTransfer {
 
   private async joinBootstrap(run: Run): Promise<KvPayload> {
     const b = run.g.bootstrap!;
-    const url = `http://${b.host.includes(':') ? `[${b.host}]` : b.host}:${b.port}/internal/bootstrap/join`;
+    // A null port means this server's own configured bootstrap port (SGLang scheduler.py
+    // `handle_generate_request`), which equals the prefill's only when both use the same value.
+    const port = b.port ?? this.opts.bootstrapPort;
+    if (port === 0) {
+      throw new SimFailure(
+        400,
+        'bootstrap_port is null and this server has no fixed bootstrap port (--bootstrap-port 0)',
+        'bootstrap_unreachable',
+      );
+    }
+    const url = `http://${b.host.includes(':') ? `[${b.host}]` : b.host}:${port}${BOOTSTRAP_JOIN_PATH}`;
     const timeoutMs = this.opts.bootstrapTimeoutMs;
     let r;
     try {
@@ -282,7 +293,7 @@ export class KvTransfer {
       if (run.signal.aborted) throw new AbortedError(String(run.signal.reason));
       throw new SimFailure(
         500,
-        `bootstrap ${b.host}:${b.port} unreachable for room ${b.room}: ${(err as Error).message}`,
+        `bootstrap ${b.host}:${port} unreachable for room ${b.room}: ${(err as Error).message}`,
         'bootstrap_unreachable',
       );
     }

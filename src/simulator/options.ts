@@ -31,6 +31,13 @@ export interface SimOptions {
   kvLeaseMs: number;
   kvWaitMs: number;
   bootstrapTimeoutMs: number;
+  /** SGLang prefill: port of its own bootstrap server (0 = any free port); also what `bootstrap_port: null` means. */
+  bootstrapPort: number;
+  // engine auth (src/simulator/auth.ts)
+  /** `--api-key`: vLLM checks it on `/v1*`, SGLang on every route but health/ready/metrics. */
+  apiKey: string | null;
+  /** SGLang `--admin-api-key`: required instead of the api key on ADMIN_OPTIONAL routes (`/abort_request`). */
+  adminApiKey: string | null;
   // limits & debug
   maxBodyBytes: number;
   recordMax: number;
@@ -67,6 +74,10 @@ export function defaultSimOptions(): SimOptions {
     kvLeaseMs: 480_000,
     kvWaitMs: 30_000,
     bootstrapTimeoutMs: 30_000,
+    // SGLang ServerArgs.disaggregation_bootstrap_port default (python/sglang/srt/server_args.py).
+    bootstrapPort: 8998,
+    apiKey: null,
+    adminApiKey: null,
     maxBodyBytes: 4 * 1024 * 1024,
     recordMax: 1000,
     ledgerMax: 1000,

@@ -12,7 +12,13 @@ export interface PeerResponse {
 export class PeerClient {
   private readonly agent = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
 
-  async postJson(url: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<PeerResponse> {
+  async postJson(
+    url: string,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    headers: Record<string, string> = {},
+  ): Promise<PeerResponse> {
     const u = new URL(url);
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
@@ -23,7 +29,7 @@ export class PeerClient {
         origin: u.origin,
         path: u.pathname + u.search,
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...headers, 'content-type': 'application/json' },
         body: JSON.stringify(body),
         signal: ctl.signal,
       });

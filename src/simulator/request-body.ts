@@ -11,6 +11,10 @@ export function parseJsonPreservingRoom(text: string): JsonParseResult {
   let src = text;
   if (src.includes('"bootstrap_room"')) {
     src = src.replace(/"bootstrap_room"(\s*):(\s*)(-?\d{16,})(?=\s*[,}\]])/g, '"bootstrap_room"$1:$2"$3"');
+    // Batched SGLang /generate: one room per prompt (fixture sglang/mini-lb/generate-request.batch.json).
+    src = src.replace(/"bootstrap_room"\s*:\s*\[[-\d\s,]*\]/g, (list) =>
+      list.replace(/(-?\d{16,})(?=\s*[,\]])/g, '"$1"'),
+    );
   }
   try {
     return { ok: true, value: JSON.parse(src) as unknown };
@@ -29,13 +33,15 @@ export class RequestError extends HttpError {
 
 export interface BootstrapInfo {
   host: string;
-  port: number;
+  /** null: the receiving server's own bootstrap port (SGLang scheduler.py `handle_generate_request`). */
+  port: number | null;
   /** Decimal string of the 63-bit room. */
   room: string;
 }
 
 export interface GenRequest {
-  kind: 'chat' | 'completion';
+  /** `generate`: SGLang's native /generate (sglang-generate.ts), answered in its own shape. */
+  kind: 'chat' | 'completion' | 'generate';
   model: string;
   promptIds: number[];
   /** Rendered prompt text (null when the prompt was given as token ids). */
@@ -209,10 +215,15 @@ export function parseGenRequest(
     if (typeof host !== 'string' || host.length === 0) {
       throw new RequestError(400, "'bootstrap_host' must be a non-empty string", 'bootstrap_host');
     }
-    if (typeof port !== 'number' || !Number.isInteger(port) || port <= 0 || port > 65535) {
-      throw new RequestError(400, "'bootstrap_port' must be a port number", 'bootstrap_port');
+    // mini_lb sends `bootstrap_port: null` when no --prefill-bootstrap-ports was given (mini_lb.py).
+    if (
+      port !== undefined &&
+      port !== null &&
+      (typeof port !== 'number' || !Number.isInteger(port) || port <= 0 || port > 65535)
+    ) {
+      throw new RequestError(400, "'bootstrap_port' must be a port number or null", 'bootstrap_port');
     }
-    bootstrap = { host, port, room: BigInt(roomStr).toString() };
+    bootstrap = { host, port: port ?? null, room: BigInt(roomStr).toString() };
   }
   return {
     kind,

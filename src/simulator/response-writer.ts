@@ -3,6 +3,7 @@ import { sendJson } from '../common/http.js';
 import type { SimMetrics } from './metrics.js';
 import type { SimOptions } from './options.js';
 import type { Run } from './run.js';
+import { GenerateChunkWriter, generateFinalBody } from './sglang-generate.js';
 import { ChunkWriter, makeUsage, SSE_DONE } from './sse.js';
 import { AbortedError, decodeStepMs, Pacer, sleep, yieldToLoop, type Scheduler } from './timing.js';
 import { outputText, outputTokenIds } from './tokens.js';
@@ -40,8 +41,9 @@ export class ResponseWriter {
     }
   }
 
-  private writer(run: Run): ChunkWriter {
+  private writer(run: Run, cached = 0): Pick<ChunkWriter, 'first' | 'token' | 'finishOnly' | 'usage'> {
     const id = this.responseId(run);
+    if (run.g.kind === 'generate') return new GenerateChunkWriter(id, run.g.promptIds.length, cached);
     return new ChunkWriter(
       run.g.kind,
       id,
@@ -91,7 +93,7 @@ export class ResponseWriter {
     const { g, res, signal, entry } = run;
     const n = words.length;
     const stream = g.stream;
-    const w = stream ? this.writer(run) : null;
+    const w = stream ? this.writer(run, cached) : null;
     let buf = '';
     if (w) {
       this.commit(run);
@@ -145,6 +147,10 @@ export class ResponseWriter {
     const { g } = run;
     const text = outputText(words);
     const usage = makeUsage(g.promptIds.length, words.length, cached);
+    if (g.kind === 'generate') {
+      const body = generateFinalBody(run.id, text, outputTokenIds(words), finish, usage);
+      return sendJson(run.res, 200, body, { 'x-request-id': run.id });
+    }
     const created = Math.floor(Date.now() / 1000);
     const choice: Record<string, unknown> =
       g.kind === 'chat'

@@ -13,14 +13,20 @@ import { defaultSimOptions, type SimOptions } from './options.js';
 import { Recorder } from './recorder.js';
 import { parseJsonPreservingRoom } from './request-body.js';
 import type { KvPayload } from './kv-handoff.js';
+import { authGuard } from './auth.js';
+import { startSglangBootstrapServer, type SglangBootstrapServer } from './sglang-bootstrap-server.js';
+import { handleGenerate } from './sglang-generate.js';
+import { sglangServerInfo } from './sglang-server-info.js';
 
 export interface RunningSimulator {
   url: string;
   core: SimCore;
+  /** SGLang prefill: the bound port of its bootstrap server; null otherwise. */
+  bootstrapPort: number | null;
   close(): Promise<void>;
 }
 
-const NOT_RECORDED = new Set(['/health', '/metrics', '/v1/models']);
+const NOT_RECORDED = new Set(['/health', '/metrics', '/v1/models', '/server_info', '/get_server_info']);
 const recorded = (path: string): boolean => !NOT_RECORDED.has(path) && !path.startsWith('/debug/');
 
 /** The simulator's wording of the frame's errors: OpenAI-style, no codes (as vLLM's server). */
@@ -40,6 +46,8 @@ interface SimHttp {
   core: SimCore;
   recorder: Recorder;
   server: Server;
+  /** Filled in once listening: the base URL and (SGLang prefill) the bootstrap server's port. */
+  bound: { url: string; bootstrapPort: number | null };
   /** A POST route: the body is read and the request recorded before `handle` runs. */
   post(path: string, handle: SimHandler): RouteHandler;
 }
@@ -47,10 +55,14 @@ interface SimHttp {
 /**
  * Starts a simulator on `host:port` and logs one `listening` line. Routes:
  *   POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics
- *   POST /abort_request (SGLang)            GET /debug/info
+ *   SGLang: POST /generate, POST /abort_request, GET /server_info | /get_server_info
+ *   GET /debug/info
  *   GET|POST|DELETE /debug/faults           GET|DELETE /debug/recorded       GET|DELETE /debug/requests
- *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/release | /internal/bootstrap/join
- * Every request but health, metrics, models and /debug/* is recorded with its body (unknown routes too).
+ *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/release
+ * A SGLang prefill also serves its bootstrap rendezvous on `--bootstrap-port` (sglang-bootstrap-server.ts).
+ * With `--api-key` / `--admin-api-key` every route is first checked by the engine's rule (auth.ts).
+ * Every request but health, metrics, models, server info and /debug/* is recorded with its body (unknown
+ * routes too).
  */
 export async function startSimulator(
   partial: Partial<SimOptions> = {},
@@ -73,25 +85,27 @@ export async function startSimulator(
     core,
     recorder,
     server,
+    bound: { url: '', bootstrapPort: null },
     post: (path, handle) => async (req, res) => handle(req, res, await readAndRecord(req, 'POST', path)),
   };
   const routes = new RouteTable<RouteHandler>();
   addApiRoutes(routes, sim);
   addDebugRoutes(routes, sim);
-  server.on(
-    'request',
-    httpFrame({
-      routes,
-      errors: SIMULATOR_ERRORS,
-      // Unknown routes (and known paths with another method) are read, recorded, then 404 (no 405).
-      noRoute: async (req, res, method, path) => {
-        await readAndRecord(req, method, path);
-        throw SIMULATOR_ERRORS.notFound(method, path);
-      },
-      logger,
-      failureLog: 'simulator route failed',
-    }),
-  );
+  const allowed = authGuard(opts);
+  const frame = httpFrame({
+    routes,
+    errors: SIMULATOR_ERRORS,
+    // Unknown routes (and known paths with another method) are read, recorded, then 404 (no 405).
+    noRoute: async (req, res, method, path) => {
+      await readAndRecord(req, method, path);
+      throw SIMULATOR_ERRORS.notFound(method, path);
+    },
+    logger,
+    failureLog: 'simulator route failed',
+  });
+  server.on('request', (req, res) => {
+    if (allowed(req, res)) frame(req, res);
+  });
   server.on('connection', (socket) => {
     socket.setNoDelay(true);
     if (core.faults.refuseConnection()) socket.destroy();
@@ -101,21 +115,46 @@ export async function startSimulator(
   core.kv.advertised = bootstrapAddressFromUrl(url, {
     host: opts.advertiseHost ?? (wildcard ? '127.0.0.1' : null),
   });
-  logListening(logger, { url, role: opts.role, engine: opts.engine, engine_id: opts.engineId });
+  // SGLang starts the bootstrap server on prefill instances only (disaggregation/common/conn.py).
+  let bootstrap: SglangBootstrapServer | null = null;
+  if (opts.engine === 'sglang' && opts.role === 'prefill') {
+    try {
+      bootstrap = await startSglangBootstrapServer(opts.host, opts.bootstrapPort, core.kv.rooms, {
+        timeoutMs: opts.bootstrapTimeoutMs,
+        bodies,
+        errors: SIMULATOR_ERRORS,
+        logger,
+      });
+    } catch (err) {
+      await closeServer(server);
+      throw new Error(`bootstrap port ${opts.bootstrapPort}: ${(err as Error).message}`);
+    }
+  }
+  sim.bound = { url, bootstrapPort: bootstrap?.port ?? null };
+  logListening(logger, {
+    url,
+    role: opts.role,
+    engine: opts.engine,
+    engine_id: opts.engineId,
+    ...(bootstrap ? { bootstrap_port: bootstrap.port } : {}),
+  });
   return {
     url,
     core,
+    bootstrapPort: sim.bound.bootstrapPort,
     async close() {
       core.abortAll('shutdown');
       core.kv.held.clear();
-      await closeServer(server);
+      await Promise.all([closeServer(server), bootstrap?.close()]);
       await core.kv.peers.close();
     },
   };
 }
 
-/** The engine's own API (OpenAI routes, health, metrics, SGLang abort) and its peer-to-peer KV routes. */
-function addApiRoutes(routes: RouteTable<RouteHandler>, { opts, core, post }: SimHttp): void {
+/** The engine's own API (OpenAI routes, health, metrics, SGLang routes) and its peer-to-peer KV routes. */
+function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
+  const { opts, core, post } = sim;
+  if (opts.engine === 'sglang') addSglangRoutes(routes, sim);
   const models = JSON.stringify({
     object: 'list',
     data: [
@@ -160,11 +199,6 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, { opts, core, post }: Si
     })
     .add(
       'POST',
-      '/abort_request',
-      post('/abort_request', (_req, res, text) => abortRequest(core, res, text)),
-    )
-    .add(
-      'POST',
       '/internal/kv/pull',
       post('/internal/kv/pull', (_req, res, text) => internalPull(core, res, text)),
     )
@@ -177,19 +211,44 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, { opts, core, post }: Si
       'POST',
       '/internal/kv/release',
       post('/internal/kv/release', (_req, res, text) => internalRelease(core, res, text)),
-    )
-    .add(
-      'POST',
-      '/internal/bootstrap/join',
-      post('/internal/bootstrap/join', (req, res, text) => internalJoin(core, req, res, text)),
     );
 }
 
+/** SGLang's native routes: /generate, /abort_request, /server_info (+ deprecated /get_server_info). */
+function addSglangRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
+  const { opts, core, post } = sim;
+  const serverInfo: RouteHandler = (_req, res) => {
+    const u = new URL(sim.bound.url);
+    sendJson(
+      res,
+      200,
+      sglangServerInfo(opts, { host: opts.host, port: Number(u.port) }, sim.bound.bootstrapPort),
+    );
+  };
+  routes
+    .add(
+      'POST',
+      '/generate',
+      post('/generate', (req, res, text) =>
+        handleGenerate(req, res, text, () => core.handle('generate', '/generate', req, res, text), {
+          url: () => sim.bound.url,
+          peers: core.kv.peers,
+          timeoutMs: opts.bootstrapTimeoutMs + opts.kvWaitMs,
+        }),
+      ),
+    )
+    .add(
+      'POST',
+      '/abort_request',
+      post('/abort_request', (_req, res, text) => abortRequest(core, res, text)),
+    )
+    .add('GET', '/server_info', serverInfo)
+    .add('GET', '/get_server_info', serverInfo);
+}
+
 /** Test hooks: engine info, fault injection, the request recorder and the request ledger. */
-function addDebugRoutes(
-  routes: RouteTable<RouteHandler>,
-  { opts, core, recorder, server, post }: SimHttp,
-): void {
+function addDebugRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
+  const { opts, core, recorder, server, post } = sim;
   routes
     .add('GET', '/debug/info', (_req, res) =>
       sendJson(res, 200, {
@@ -203,6 +262,7 @@ function addDebugRoutes(
         max_num_seqs: opts.maxNumSeqs,
         time_scale: opts.timeScale,
         advertised: core.kv.advertised,
+        bootstrap_port: sim.bound.bootstrapPort,
       }),
     )
     .add('GET', '/debug/faults', (_req, res) => sendJson(res, 200, core.faults.config))
@@ -247,15 +307,19 @@ function parseObject(text: string): Record<string, unknown> {
   return parsed.value;
 }
 
+/**
+ * SGLang `POST /abort_request` `{rid, abort_all}` (io_struct.py AbortReq: rid defaults to "", abort_all
+ * to false): always 200 with an empty body, aborted or not (http_server.py `abort_request`; fixture
+ * sglang/server/abort-request.json).
+ */
 function abortRequest(core: SimCore, res: ServerResponse, text: string): void {
-  if (core.opts.engine !== 'sglang') throw SIMULATOR_ERRORS.notFound('POST', '/abort_request');
-  const body = parseObject(text);
-  if (body.abort_all === true) {
-    core.abortAll('abort_request');
-    return sendJson(res, 200, { aborted: 'all' });
-  }
-  if (typeof body.rid !== 'string') throw new HttpError(400, "'rid' must be a string", { param: 'rid' });
-  sendJson(res, 200, { rid: body.rid, aborted: core.abortById(body.rid, 'abort_request') });
+  const body = text.trim() === '' ? {} : parseObject(text);
+  if (body.abort_all === true) core.abortAll('abort_request');
+  else if (typeof body.rid === 'string' && body.rid !== '') core.abortById(body.rid, 'abort_request');
+  else if (body.rid !== undefined && typeof body.rid !== 'string')
+    throw new HttpError(400, "'rid' must be a string", { param: 'rid' });
+  res.writeHead(200, { 'content-length': 0 });
+  res.end();
 }
 
 function internalPull(core: SimCore, res: ServerResponse, text: string): void {
@@ -287,25 +351,4 @@ function internalRelease(core: SimCore, res: ServerResponse, text: string): void
   if (typeof body.remote_request_id !== 'string')
     throw new HttpError(400, "'remote_request_id' must be a string");
   sendJson(res, 200, { released: core.kv.held.release(body.remote_request_id) });
-}
-
-async function internalJoin(
-  core: SimCore,
-  req: IncomingMessage,
-  res: ServerResponse,
-  text: string,
-): Promise<void> {
-  const body = parseObject(text);
-  const room = typeof body.room === 'number' ? String(body.room) : body.room;
-  if (typeof room !== 'string' || !/^\d+$/.test(room))
-    throw new HttpError(400, "'room' must be a decimal integer");
-  const timeoutMs = typeof body.timeout_ms === 'number' ? body.timeout_ms : core.opts.bootstrapTimeoutMs;
-  const gone = new AbortController();
-  res.once('close', () => gone.abort());
-  const payload = await core.kv.rooms.join(BigInt(room).toString(), timeoutMs, gone.signal);
-  if (res.destroyed) return;
-  if (!payload)
-    throw new HttpError(404, `bootstrap timeout: no prefill for room ${room} within ${timeoutMs} ms`);
-  void req;
-  sendJson(res, 200, payload);
 }

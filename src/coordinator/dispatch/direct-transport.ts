@@ -1,5 +1,10 @@
 import { stringifyWithBigInt } from '../../common/json-bigint.js';
-import { engineAdapterFor, type LegKind } from '../../engine-adapters/index.js';
+import {
+  DEFAULT_HANDOFF_TTL_MS,
+  engineAdapterFor,
+  handoffTtlMs,
+  type LegKind,
+} from '../../engine-adapters/index.js';
 import { buildPrefillResult, type PrefillResult } from '../../protocol/index.js';
 import type { Instance } from '../instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
@@ -45,7 +50,7 @@ export class DirectTransport implements LegTransport {
     };
   }
 
-  /** The engine's own prefill answer, reduced by its adapter and wrapped as a completed PrefillResult. */
+  /** The engine's own prefill answer, reduced by its adapter, as a completed (or skipped) PrefillResult. */
   prefillResult(
     instance: Instance,
     json: unknown,
@@ -54,15 +59,20 @@ export class DirectTransport implements LegTransport {
   ): PrefillResult | MotorError {
     const parsed = engineAdapterFor(instance.engine).parsePrefillResponse(PREFILL_LEG[flow], json);
     if (!parsed.ok) return prefillProtocolError(instance, parsed.message);
+    const skipped = parsed.skipped === true;
     return buildPrefillResult({
       root_request_id: ids.rootRequestId,
       engine_request_id: ids.engineRequestId,
       pair_id: ids.pairId,
       attempt_seq: ids.attemptSeq,
-      status: 'completed',
+      status: skipped ? 'skipped' : 'completed',
       handoff_mode: flow,
       payload: parsed.payload,
       usage: parsed.usage,
+      expires_at_ms:
+        flow === 'handoff' && !skipped
+          ? Date.now() + handoffTtlMs(parsed.payload, DEFAULT_HANDOFF_TTL_MS)
+          : null,
     });
   }
 

@@ -46,7 +46,7 @@ export type EngineReply =
 export type EngineScript = (call: LegCall, harness: DispatchHarness) => EngineReply | Promise<EngineReply>;
 
 export interface ObservedEvent {
-  event: 'attemptFailed' | 'retry' | 'stopResult' | 'end';
+  event: 'attemptFailed' | 'retry' | 'stopResult' | 'end' | 'prefillKvSkipped';
   args: unknown[];
 }
 
@@ -194,6 +194,7 @@ export class DispatchHarness {
       committed() {},
       attemptFailed: record('attemptFailed'),
       retry: record('retry'),
+      prefillKvSkipped: record('prefillKvSkipped'),
       stopResult: record('stopResult'),
       end: record('end'),
     };

@@ -169,7 +169,9 @@ export class Dispatcher {
     if (attempt.prefillFailed && route.kind === 'pd') {
       const policy = this.deps.config.dispatch.prefillFailurePolicy;
       if (policy === 'error') return false;
-      if (policy === 'fallback-decode-only')
+      // Only a vLLM decode can run a plain request (see rolesAccepted in engine-proxy/envelope.ts);
+      // an SGLang decode always waits for a bootstrap peer, so it gets an ordinary retry.
+      if (policy === 'fallback-decode-only' && route.decode.engine === 'vllm')
         plan.forced = { kind: 'single', instance: route.decode, degraded: true };
     }
     return true;

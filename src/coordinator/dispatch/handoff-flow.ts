@@ -1,4 +1,6 @@
 import { MotorError } from '../../common/motor-error.js';
+import { asSkippedHandoff, handoffExpired } from '../../engine-adapters/index.js';
+import type { PrefillResult } from '../../protocol/index.js';
 import type { PdRoute } from '../route.js';
 import type { Attempt } from './attempt.js';
 import { relayDecode } from './decode-relay.js';
@@ -7,7 +9,8 @@ import { awaitPrefill, prefillCompleted } from './prefill-result.js';
 
 /**
  * Handoff (vLLM NIXL, `prefill_handoff_decode`): the prefill leg runs to completion, then its
- * PrefillResult (the KV location) goes with the decode leg, which is relayed to the client.
+ * PrefillResult (the KV location) goes with the decode leg, which is relayed to the client. A
+ * prefill that left no readable KV makes it a plain decode (`readableHandoff`).
  */
 export async function runHandoff(attempt: Attempt, route: PdRoute): Promise<MotorError | null> {
   const { session, ids } = attempt;
@@ -22,7 +25,22 @@ export async function runHandoff(attempt: Attempt, route: PdRoute): Promise<Moto
   const decodeLeg = attempt.open(route.decode, 'decode', {
     body: session.client.body,
     dispatch: dispatchFor(ids, 'decode', route),
-    prefillResult: prefill,
+    prefillResult: readableHandoff(attempt, route, prefill),
   });
   return relayDecode(attempt, decodeLeg, null);
+}
+
+/**
+ * The result the decode runs with. `skipped` (the prefill engine kept no KV) and an expired handoff
+ * (its blocks are freed: handoff-ttl.ts) both become a plain decode that recomputes the prompt —
+ * counted, never a failure of the prefill instance.
+ */
+function readableHandoff(attempt: Attempt, route: PdRoute, prefill: PrefillResult): PrefillResult {
+  if (prefill.status === 'skipped') {
+    attempt.session.obs.prefillKvSkipped(route.prefill.id, 'no_kv_params');
+    return prefill;
+  }
+  if (!handoffExpired(prefill, Date.now())) return prefill;
+  attempt.session.obs.prefillKvSkipped(route.prefill.id, 'expired');
+  return asSkippedHandoff(prefill);
 }

@@ -4,6 +4,7 @@ import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
 import type { PrefillOutcome } from './decode-relay.js';
 import type { Leg, ResponseData } from './leg.js';
+import { isRecomputed, RECOMPUTED_MARK, recomputedError } from './recompute.js';
 import { needsRewrite, rewriteResponseObject, withoutTrailingNullKv } from './sse-relay.js';
 
 /**
@@ -26,6 +27,10 @@ export async function relayJson(
   leg.obs.firstByte();
   if (waitPrefill) await waitPrefill;
   if (attempt.failure) return attempt.failure;
+  if (body.includes(RECOMPUTED_MARK) && recomputedBody(body)) {
+    attempt.fail(recomputedError(leg), 'recompute'); // an unfinished answer: a new attempt serves it
+    return attempt.failure;
+  }
   let asIs = !needsRewrite(body, session.rewrite);
   if (!asIs) {
     const cut = withoutTrailingNullKv(body);
@@ -50,4 +55,14 @@ export async function relayJson(
   attempt.committed();
   session.sink.sendJson(200, obj);
   return null;
+}
+
+/** Parses a body that holds the recompute marker (rare) to tell a real `stop_reason` from text. */
+function recomputedBody(body: Buffer): boolean {
+  try {
+    const obj: unknown = JSON.parse(body.toString('utf8'));
+    return isPlainObject(obj) && isRecomputed(obj);
+  } catch {
+    return false;
+  }
 }

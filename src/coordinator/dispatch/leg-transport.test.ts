@@ -66,11 +66,11 @@ describe('LegTransport.prefillResult', () => {
       /belongs to another attempt/,
     ],
     [
-      'proxy: handoff needs a completed handoff',
+      'proxy: handoff needs a completed or skipped handoff',
       proxyP!,
       'handoff',
       result({ status: 'prepared' }),
-      /expected a completed handoff result, got prepared\/handoff/,
+      /expected a completed or skipped handoff result, got prepared\/handoff/,
     ],
     [
       'proxy: trigger accepts prepared',
@@ -88,11 +88,11 @@ describe('LegTransport.prefillResult', () => {
       { payload: { a: 1 }, usage: { prompt_tokens: 3 }, handoff_mode: 'handoff' },
     ],
     [
-      'direct vLLM handoff without kv_transfer_params',
+      'direct vLLM handoff without kv_transfer_params: skipped (a plain decode follows)',
       vllmP!,
       'handoff',
       { id: 'x' },
-      /without kv_transfer_params/,
+      { status: 'skipped', payload: {}, expires_at_ms: null },
     ],
     [
       'direct SGLang bootstrap: usage only',

@@ -51,10 +51,11 @@ export class ProxyTransport implements LegTransport {
     const ours = { root_request_id: ids.rootRequestId, pair_id: ids.pairId, attempt_seq: ids.attemptSeq };
     if (!matchesDispatch(result, ours))
       return prefillProtocolError(instance, 'PrefillResult belongs to another attempt');
-    if (flow === 'handoff' && (result.status !== 'completed' || result.handoff_mode !== 'handoff')) {
+    // skipped: the prefill engine kept no KV (vLLM `kv_transfer_params: null`); the decode recomputes.
+    if (flow === 'handoff' && (result.status === 'prepared' || result.handoff_mode !== 'handoff')) {
       return prefillProtocolError(
         instance,
-        `expected a completed handoff result, got ${result.status}/${result.handoff_mode}`,
+        `expected a completed or skipped handoff result, got ${result.status}/${result.handoff_mode}`,
       );
     }
     return result;

@@ -1,5 +1,6 @@
 import { isPlainObject } from '../../common/http.js';
 import { mayCarryClientForbiddenFields, stripClientForbiddenFields } from '../../engine-adapters/index.js';
+import { isRecomputed, RECOMPUTED_MARK } from './recompute.js';
 
 export interface ResponseRewrite {
   /** Cached prompt tokens reported by the prefill leg, merged into `usage.prompt_tokens_details`. */
@@ -70,6 +71,11 @@ export class SseRelay {
   sawDone = false;
   /** Message of an upstream `data: {"error":…}` frame (the frame itself is forwarded). */
   upstreamError: string | null = null;
+  /**
+   * The upstream ended the answer with `stop_reason: "recomputed"` (recompute.ts). That frame is
+   * dropped: it may repeat the last token, and the answer is not finished.
+   */
+  recomputed = false;
   private carry: Buffer | null = null;
 
   constructor(private readonly rw: ResponseRewrite) {}
@@ -131,7 +137,12 @@ export class SseRelay {
   }
 
   private needsWork(buf: Buffer): boolean {
-    return buf.includes(DONE) || buf.includes(ERROR_PREFIX) || needsRewrite(buf, this.rw);
+    return (
+      buf.includes(DONE) ||
+      buf.includes(ERROR_PREFIX) ||
+      buf.includes(RECOMPUTED_MARK) ||
+      needsRewrite(buf, this.rw)
+    );
   }
 
   /** One frame without its separator → bytes to forward, or null to drop it. */
@@ -168,6 +179,10 @@ export class SseRelay {
             ? e
             : JSON.stringify(e);
       return frame;
+    }
+    if (isRecomputed(obj)) {
+      this.recomputed = true;
+      return null;
     }
     return rewriteResponseObject(obj, this.rw) ? Buffer.from(`data: ${JSON.stringify(obj)}`) : frame;
   }

@@ -1,12 +1,15 @@
 import { MotorError } from '../../common/motor-error.js';
 import type { Attempt } from './attempt.js';
 import type { Leg, ResponseData } from './leg.js';
+import { migrateRecomputedStream, recomputedError } from './recompute.js';
 import { SseRelay } from './sse-relay.js';
 
 /**
  * A stream answer, chunk by chunk: the first forwarded bytes commit the response; after that a failure
  * ends it with one error frame (unless the engine sent its own) and `data: [DONE]`, never a silently
- * truncated 200. Per chunk: one `SseRelay.push` (usually the same Buffer back), one socket write.
+ * truncated 200. An engine error frame or a recompute (recompute.ts) before the first token fails the
+ * attempt uncommitted, so it can be retried. Per chunk: one `SseRelay.push` (usually the same Buffer
+ * back), one socket write.
  */
 export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Promise<MotorError | null> {
   const { session } = attempt;
@@ -43,6 +46,26 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
       const out = relay.push(chunk);
+      if (relay.recomputed) {
+        // Frames before the recomputed one are the answer so far: relayed only once committed.
+        if (sink.committed && out !== null) {
+          session.obs.chunk(out);
+          sink.write(out);
+        }
+        if (sink.committed && migrateRecomputedStream(attempt, leg)) {
+          settled = true;
+          resolve(null);
+          return;
+        }
+        attempt.fail(recomputedError(leg), 'recompute'); // settles through onCancel
+        return;
+      }
+      if (relay.upstreamError !== null && !sink.committed) {
+        // Commit barrier: an error frame before the first token (SGLang KV transfer failure, vLLM
+        // GenerationError) is the engine's failure, not the client's answer.
+        settle(earlyErrorFrame(leg, relay.upstreamError));
+        return;
+      }
       // The engine's [DONE] (with no error before it) ends the answer: the last frames and our
       // terminator leave in one socket write instead of waiting for the upstream's end of body.
       const last = relay.sawDone && relay.upstreamError === null;
@@ -69,6 +92,15 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
     body.on('end', () => settle(endOfBody(relay, leg)));
     body.on('error', (err) => settle(attempt.failure ?? leg.connectionError(err)));
   });
+}
+
+/** An error frame before any token: a retryable failure of the leg's instance (its breaker counts it). */
+function earlyErrorFrame(leg: Leg, message: string): MotorError {
+  return new MotorError(
+    'engine_error',
+    `${leg.role} instance ${leg.instance.id} sent an error before its first token: ${message}`,
+    { instanceId: leg.instance.id },
+  );
 }
 
 /** The upstream body ended: fine after `[DONE]`, else the engine's error frame or a truncated stream. */

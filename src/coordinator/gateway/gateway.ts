@@ -46,8 +46,12 @@ export function createGateway(deps: GatewayDeps): Server {
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
     .add('GET', '/ready', (_req, res) => {
-      const report = readinessReport(deps.source.routable(), deps.scheduling.explainer);
-      sendJson(res, report.ready ? 200 : 503, { ready: report.ready, models: report.models });
+      const report = readinessReport(
+        deps.source.routable(),
+        deps.scheduling.explainer,
+        deps.source.problems?.(),
+      );
+      sendJson(res, report.ready ? 200 : 503, report);
     })
     .add('GET', '/v1/models', (req, res) => {
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
@@ -80,9 +84,11 @@ export function createGateway(deps: GatewayDeps): Server {
   return server;
 }
 
+/** Configured models win per instance; else what its engine listed at discovery (no per-request fan-out). */
 function modelList(source: InstanceSource): unknown {
   const names = new Set<string>();
-  for (const i of source.all()) for (const m of i.models) names.add(m);
+  for (const i of source.all())
+    for (const m of i.models.length > 0 ? i.models : (i.reportedModels ?? [])) names.add(m);
   const created = Math.floor(Date.now() / 1000);
   return {
     object: 'list',

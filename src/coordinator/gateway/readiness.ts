@@ -17,13 +17,19 @@ export interface ReadinessReport {
   ready: boolean;
   /** Per model (`*`: instances that serve any model): the route it gets, or why it has none. */
   models: Record<string, string>;
+  /** Per instance: why it is not scheduled or disagrees with its config (discovery); absent when none. */
+  instances?: Record<string, string>;
 }
 
 /**
  * `/ready`: every model some instance serves must have a route, as the scheduler itself explains it
  * (conformance 12–16: a P/D pair sharing a plan, else a union instance, else degraded single).
  */
-export function readinessReport(instances: readonly Instance[], scheduler: RouteExplainer): ReadinessReport {
+export function readinessReport(
+  instances: readonly Instance[],
+  scheduler: RouteExplainer,
+  problems: Readonly<Record<string, string>> = {},
+): ReadinessReport {
   const names = new Set<string>();
   for (const i of instances) for (const m of i.models) names.add(m);
   if (instances.some((i) => i.models.length === 0)) names.add('*');
@@ -35,7 +41,7 @@ export function readinessReport(instances: readonly Instance[], scheduler: Route
     if (explained.kind === 'failure') ready = false;
     models[name] = describe(explained, name, scheduler.fallback);
   }
-  return { ready, models };
+  return Object.keys(problems).length > 0 ? { ready, models, instances: { ...problems } } : { ready, models };
 }
 
 /** The same report for a fleet and fallback rules alone (no running coordinator). */
