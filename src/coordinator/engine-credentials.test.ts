@@ -241,3 +241,25 @@ describe('coordinator direct mode against an engine with --api-key', () => {
     expect(other.seen.filter((s) => s.path === '/v1/chat/completions')).toHaveLength(2);
   });
 });
+
+describe('discovery presents the engine key (SGLang guards /server_info)', () => {
+  it('asks a direct instance with its apiKey', async () => {
+    const engine = await fakeEngine('sglang', { apiKey: 'disc-key' });
+    const config = validateCoordinatorConfig(
+      {
+        server: { port: 0 },
+        instances: [{ id: 's0', url: engine.url, role: 'prefill', mode: 'direct', apiKeyEnv: 'S0_KEY' }],
+      },
+      { S0_KEY: 'disc-key' },
+    );
+    const coordinator = await startCoordinator(config, createLogger('test', 'silent'));
+    try {
+      const info = engine.seen.filter((s) => s.path === '/server_info' || s.path === '/v1/models');
+      expect(info.length).toBeGreaterThan(0);
+      for (const s of info) expect(s.headers.authorization).toBe('Bearer disc-key');
+    } finally {
+      await coordinator.close();
+      await engine.close();
+    }
+  });
+});
