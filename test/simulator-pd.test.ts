@@ -60,30 +60,31 @@ describe('vLLM P/D: handoff (NixlConnector) and trigger (MooncakeLayerwiseConnec
     return r.json;
   }
 
-  it('prefill returns kv_transfer_params like vLLM NIXL and holds the blocks', async () => {
+  it('prefill returns kv_transfer_params like newest vLLM NIXL and holds the blocks', async () => {
     const r = await prefill(p.url, 'h-1');
     const port = Number(new URL(p.url).port);
     expect(r.usage.completion_tokens).toBe(1);
-    expect(r.kv_transfer_params).toEqual({
+    // Shape checked field by field against the fixtures in src/simulator/engine-profiles.fixtures.test.ts.
+    expect(r.kv_transfer_params).toMatchObject({
       do_remote_prefill: true,
       do_remote_decode: false,
       remote_engine_id: expect.any(String),
-      remote_block_ids: expect.any(Array),
       remote_host: '127.0.0.1',
       remote_port: port,
-      remote_request_id: 'h-1',
       tp_size: 1,
     });
-    expect(r.kv_transfer_params.remote_block_ids).toHaveLength(Math.ceil(r.usage.prompt_tokens / 16));
+    const rid = r.kv_transfer_params.remote_request_id as string;
+    expect(rid).toMatch(/^chatcmpl-h-1-[0-9a-f]{8}$/); // vLLM's internal id: external id + random suffix
+    expect(r.kv_transfer_params.remote_block_ids[0]).toHaveLength(Math.ceil(r.usage.prompt_tokens / 16));
     const l = await idleLedger(p.url);
     expect(l.kv_held).toEqual([
       expect.objectContaining({
-        request_id: 'h-1',
+        request_id: rid,
         kind: 'handoff_prefill',
-        blocks: r.kv_transfer_params.remote_block_ids.length,
+        blocks: r.kv_transfer_params.remote_block_ids[0].length,
       }),
     ]);
-    await post(p.url, '/internal/kv/release', { remote_request_id: 'h-1' });
+    await post(p.url, '/internal/kv/release', { remote_request_id: rid });
     expect((await idleLedger(p.url)).kv_held).toEqual([]);
   });
 
@@ -126,7 +127,9 @@ describe('vLLM P/D: handoff (NixlConnector) and trigger (MooncakeLayerwiseConnec
     expect((await post(d.url, '/v1/chat/completions', body)).status).toBe(200);
     const again = await post(d.url, '/v1/chat/completions', body);
     expect(again.status).toBe(500);
-    expect(again.json.error.message).toMatch(/KV transfer failed.*no KV blocks held for request h-twice/);
+    expect(again.json.error.message).toMatch(
+      /KV transfer failed.*no KV blocks held for request chatcmpl-h-twice-/,
+    );
   });
 
   it('lease expiry releases the blocks; a late decode fails', async () => {
@@ -169,13 +172,23 @@ describe('vLLM P/D: handoff (NixlConnector) and trigger (MooncakeLayerwiseConnec
     expect(missing.json.error.message).toMatch(/kv_transfer_params.remote_port/);
   });
 
+  it('a stream:true prefill streams; its params reach nobody, the KV is held all the same', async () => {
+    const r = await post(
+      p.url,
+      '/v1/chat/completions',
+      chatBody(PROMPT, { max_tokens: 1, stream: true, kv_transfer_params: { do_remote_decode: true } }),
+      { 'x-request-id': 'h-stream' },
+    );
+    expect(r.status).toBe(200);
+    const ev = sseEvents(r.text) as Array<Record<string, unknown>>;
+    expect(ev.at(-1)).toBe('[DONE]');
+    expect(r.text).not.toContain('kv_transfer_params');
+    const held = (await idleLedger(p.url)).kv_held.find((k) => k.request_id.startsWith('chatcmpl-h-stream-'));
+    expect(held).toBeDefined();
+    await post(p.url, '/internal/kv/release', { remote_request_id: held!.request_id });
+  });
+
   it.each([
-    [
-      'streaming prefill',
-      'p',
-      { stream: true, kv_transfer_params: { do_remote_decode: true } },
-      /Streaming is not supported/,
-    ],
     [
       'do_remote_prefill on a prefill',
       'p',
@@ -245,34 +258,41 @@ describe('vLLM P/D: handoff (NixlConnector) and trigger (MooncakeLayerwiseConnec
         { 'x-request-id': id },
       );
 
-    it('happy path: metaserver body carries every KV field; decode reports the prompt cached', async () => {
+    it('happy path: metaserver body as vllm-ascend ≥ v0.17 sends it; decode reports the prompt cached', async () => {
       mode = 'forward';
       const r = await decode('t-1');
       expect(r.status).toBe(200);
       expect(r.json.usage.prompt_tokens_details.cached_tokens).toBe(r.json.usage.prompt_tokens);
       expect(metaBodies.at(-1)).toEqual({
-        request_id: 't-1',
+        token_ids: [],
+        request_id: 'chatcmpl-t-1',
+        do_remote_prefill: false,
         do_remote_decode: true,
-        remote_block_ids: expect.any(Array),
-        remote_block_size: 16,
+        remote_block_ids: [expect.any(Array)],
+        remote_block_size: [16],
         remote_engine_id: expect.any(String),
         remote_host: '127.0.0.1',
         remote_port: Number(new URL(d.url).port),
+        remote_tp_size: 1,
+        remote_pcp_size: 1,
+        remote_dcp_size: 1,
         remote_cached_tokens: expect.any(Number),
       });
       expect((await idleLedger(p.url)).finished.at(-1)).toMatchObject({
-        id: 't-1-prefill',
+        id: 'chatcmpl-t-1-prefill',
         flow: 'trigger_prefill',
         outcome: 'completed',
       });
       expect((await idleLedger(d.url)).kv_held).toEqual([]);
     });
 
-    it('metaserver non-2xx → decode fails with its message', async () => {
+    it('metaserver non-2xx is ignored (as the connector does): the decode waits for KV until --kv-wait-ms', async () => {
       mode = 'error';
+      const t0 = Date.now();
       const r = await decode('t-err');
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(450);
       expect(r.status).toBe(500);
-      expect(r.json.error.message).toMatch(/answered 500.*prefill exploded/);
+      expect(r.json.error.message).toMatch(/did not arrive within 500 ms \(metaserver .* answered 500\)/);
     });
 
     it('push never comes → decode fails after --kv-wait-ms', async () => {
@@ -292,7 +312,9 @@ describe('vLLM P/D: handoff (NixlConnector) and trigger (MooncakeLayerwiseConnec
         }),
       );
       expect(r.status).toBe(500);
-      expect(r.json.error.message).toMatch(/metaserver .* failed/);
+      expect(r.json.error.message).toMatch(/did not arrive .*metaserver .* unreachable/);
+      // _access_metaserver: 3 tries, only because each raised
+      expect(d.logs.filter((l) => l.msg === 'metaserver call failed').map((l) => l.try)).toEqual([1, 2, 3]);
     });
 
     it('a push for a request nobody waits for is refused, and the prefill fails clearly', async () => {

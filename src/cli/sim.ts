@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { ENGINE_VERSIONS, resolveProfile } from '../simulator/engine-profiles.js';
 import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
 import type { FaultConfig } from '../simulator/faults.js';
 import { intArg, numArg } from './number-arg.js';
@@ -19,8 +20,15 @@ export function registerSim(program: Command): void {
     .option('--model <name>', 'served model name', d.model)
     .addOption(
       new Option('--engine <engine>', 'engine to imitate (request ids, /abort_request, bootstrap)')
-        .choices(['vllm', 'sglang'])
+        .choices(['vllm', 'vllm-ascend', 'sglang'])
         .default(d.engine),
+    )
+    .option(
+      '--engine-version <family>',
+      'release family whose wire behaviour is imitated (default: the newest); ' +
+        Object.entries(ENGINE_VERSIONS)
+          .map(([e, v]) => `${e}: ${v.join('|')}`)
+          .join('; '),
     )
     .addOption(
       new Option('--role <role>', 'P/D role').choices(['prefill', 'decode', 'union']).default(d.role),
@@ -75,6 +83,12 @@ export function registerSim(program: Command): void {
       intArg('--default-max-tokens', 1),
       d.defaultMaxTokens,
     )
+    .option(
+      '--eos-at <n>',
+      'the n-th output token of every request is EOS (finish_reason stop; honours min_tokens); 0 = off',
+      intArg('--eos-at'),
+      d.eosAt,
+    )
     .option('--block-size <n>', 'KV block size in tokens', intArg('--block-size', 1), d.blockSize)
     .option('--kv-blocks <n>', 'KV / prefix cache capacity in blocks', intArg('--kv-blocks'), d.kvBlocks)
     .option(
@@ -85,9 +99,9 @@ export function registerSim(program: Command): void {
     )
     .option(
       '--kv-lease-ms <ms>',
-      "how long a prefill holds unread handoff blocks (wall clock; vLLM's NIXL abort timeout)",
+      "how long a prefill holds unread handoff blocks (wall clock; default: the profile's, 30000 for " +
+        'vllm nixl-newest, else 480000)',
       intArg('--kv-lease-ms', 1),
-      d.kvLeaseMs,
     )
     .option(
       '--kv-wait-ms <ms>',
@@ -136,6 +150,11 @@ export function registerSim(program: Command): void {
       'drop the connection after N output tokens',
       intArg('--fault-die-after-tokens'),
     )
+    .option(
+      '--fault-recompute-after <n>',
+      'vllm-ascend decode: end every request after N tokens with stop_reason "recomputed"',
+      intArg('--fault-recompute-after'),
+    )
     .option('--fault-slow-decode <x>', 'multiply decode step time', numArg('--fault-slow-decode'))
     .option(
       '--fault-refuse-connections <n>',
@@ -156,6 +175,12 @@ export function registerSim(program: Command): void {
       ]),
     )
     .action(async (o: Record<string, unknown>) => {
+      try {
+        resolveProfile(o.engine as SimOptions['engine'], (o.engineVersion as string | undefined) ?? null);
+      } catch (err) {
+        console.error(`motor sim: ${(err as Error).message}`);
+        process.exit(1);
+      }
       const faults: Partial<FaultConfig> = {};
       const map: Array<[string, keyof FaultConfig]> = [
         ['faultErrorRate', 'error_rate'],
@@ -165,6 +190,7 @@ export function registerSim(program: Command): void {
         ['faultSeed', 'seed'],
         ['faultHangMs', 'hang_before_first_token_ms'],
         ['faultDieAfterTokens', 'die_after_tokens'],
+        ['faultRecomputeAfter', 'recompute_after'],
         ['faultSlowDecode', 'slow_decode_factor'],
         ['faultRefuseConnections', 'refuse_connections'],
         ['faultStreamErrorFirst', 'stream_error_first'],
@@ -179,6 +205,7 @@ export function registerSim(program: Command): void {
         advertiseHost: (o.advertiseHost as string | undefined) ?? null,
         model: o.model as string,
         engine: o.engine as SimOptions['engine'],
+        engineVersion: (o.engineVersion as string | undefined) ?? null,
         role: o.role as SimOptions['role'],
         kvConnector: (o.kvConnector as string | undefined) ?? null,
         engineId: (o.engineId as string | undefined) ?? d.engineId,
@@ -190,10 +217,11 @@ export function registerSim(program: Command): void {
         maxNumSeqs: o.maxNumSeqs as number,
         maxModelLen: o.maxModelLen as number,
         defaultMaxTokens: o.defaultMaxTokens as number,
+        eosAt: o.eosAt as number,
         blockSize: o.blockSize as number,
         kvBlocks: o.kvBlocks as number,
         kvTransferMsPerBlock: o.kvTransferMsPerBlock as number,
-        kvLeaseMs: o.kvLeaseMs as number,
+        kvLeaseMs: (o.kvLeaseMs as number | undefined) ?? null,
         kvWaitMs: o.kvWaitMs as number,
         bootstrapTimeoutMs: o.bootstrapTimeoutMs as number,
         bootstrapPort: o.bootstrapPort as number,

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { errorTypeForStatus } from '../common/http.js';
 import { HttpError, renderError } from '../common/http-error.js';
 import type { Logger } from '../common/logger.js';
+import { resolveProfile, type EngineProfile } from './engine-profiles.js';
 import { Faults } from './faults.js';
 import { classifyFlow } from './flow.js';
 import { BlockAllocator, promptHash, type KvPayload } from './kv-handoff.js';
@@ -14,15 +15,17 @@ import { PrefixCache } from './prefix-cache.js';
 import { writeGenerationError } from './generation-error.js';
 import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
 import { parseGenerateRequest } from './sglang-generate.js';
-import { DiedError, ResponseWriter } from './response-writer.js';
+import { DiedError, ResponseWriter, type OutputEnd } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
 import { SSE_DONE, sseError } from './sse.js';
 import { AbortedError, delay, prefillMs, Scheduler, sleep, untilAborted } from './timing.js';
-import { hashString, planOutput, OUTPUT_VOCAB } from './tokens.js';
+import { hashString, planOutput, OUTPUT_VOCAB, type PlannedOutput } from './tokens.js';
 
 /** The simulated engine: scheduling, prefix cache, P/D flows and the OpenAI responses. */
 export class SimCore {
+  /** The engine release imitated (throws a one-line error for an unknown `--engine-version`). */
+  readonly profile: EngineProfile;
   readonly cache: PrefixCache;
   readonly scheduler: Scheduler;
   readonly blocks: BlockAllocator;
@@ -38,10 +41,11 @@ export class SimCore {
     readonly opts: SimOptions,
     private readonly log: Logger,
   ) {
+    this.profile = resolveProfile(opts.engine, opts.engineVersion);
     this.cache = new PrefixCache(opts.blockSize, opts.kvBlocks);
     this.scheduler = new Scheduler(opts.maxNumSeqs);
     this.blocks = new BlockAllocator(opts.kvBlocks);
-    this.kv = new KvTransfer(opts, this.blocks, this.cache, log);
+    this.kv = new KvTransfer(opts, this.profile, this.scheduler, this.blocks, this.cache, log);
     this.ledger = new Ledger(opts.ledgerMax);
     this.faults = new Faults(opts.faults);
     this.metrics = new SimMetrics(
@@ -117,6 +121,7 @@ export class SimCore {
     });
     const run: Run = {
       id,
+      ...this.engineIds(kind, id),
       g,
       flow,
       entry,
@@ -126,6 +131,7 @@ export class SimCore {
       committed: false,
       emitted: 0,
       dieAfter: fault.dieAfterTokens,
+      recomputeAfter: fault.recomputeAfter,
       slowFactor: fault.slowFactor,
       hangMs: fault.hangMs,
     };
@@ -139,6 +145,42 @@ export class SimCore {
       this.controls.delete(entry);
       this.ledger.finish(entry, 'failed', 'internal'); // no-op when already finished
     }
+  }
+
+  /**
+   * vLLM's ids for a request whose base id is `id` (X-Request-Id, else body request_id, else random):
+   * external `chatcmpl-<id>` / `cmpl-<id>-<prompt index>` (VL entrypoints/openai chat_completion/serving.py,
+   * completion/serving.py), internal = external + `-<8 hex>` from vLLM 0.14 (VL v1/engine/input_processor.py
+   * InputProcessor.assign_request_id). SGLang uses the id as it is.
+   */
+  private engineIds(kind: GenRequest['kind'], id: string): { externalId: string; internalId: string } {
+    if (this.opts.engine === 'sglang') return { externalId: id, internalId: id };
+    const externalId = kind === 'chat' ? `chatcmpl-${id}` : `cmpl-${id}-0`;
+    const suffix = this.profile.internalIdSuffix ? `-${randomBytes(4).toString('hex')}` : '';
+    return { externalId, internalId: externalId + suffix };
+  }
+
+  /**
+   * The RecomputeScheduler fault (`recompute_after`, vllm-ascend decode only: it acts only on a KV
+   * consumer, VA core/recompute_scheduler.py): output cut after N tokens, finish "stop", stop_reason
+   * "recomputed"; v0.13/v0.14 repeat the last token in that frame, v0.15+ carry none.
+   */
+  private ending(plan: PlannedOutput, recomputeAfter: number): { words: Uint16Array; end: OutputEnd } {
+    const mode = this.opts.role === 'decode' ? this.profile.recompute : null;
+    if (mode === null || recomputeAfter < 0 || recomputeAfter >= plan.words.length) {
+      return {
+        words: plan.words,
+        end: { finish: plan.finishReason, stopReason: plan.stopReason, tokenless: false },
+      };
+    }
+    let words = plan.words.subarray(0, recomputeAfter);
+    const repeat = mode === 'repeat-last-token' && recomputeAfter > 0;
+    if (repeat) {
+      words = new Uint16Array(recomputeAfter + 1);
+      words.set(plan.words.subarray(0, recomputeAfter));
+      words[recomputeAfter] = plan.words[recomputeAfter - 1]!;
+    }
+    return { words, end: { finish: 'stop', stopReason: 'recomputed', tokenless: !repeat } };
   }
 
   private onRunError(run: Run, err: unknown): void {
@@ -210,11 +252,15 @@ export class SimCore {
       const maxTokens = flow === 'bootstrap_prefill' ? 1 : g.maxTokens;
       const plan = planOutput(
         g.seed ?? (g.promptText !== null ? hashString(g.promptText) : promptHash(g.promptIds)),
-        maxTokens,
-        g.stop,
-        g.minTokens,
-        g.naturalStop && flow !== 'bootstrap_prefill',
+        {
+          maxTokens,
+          stop: g.stop,
+          minTokens: g.minTokens,
+          naturalStop: g.naturalStop && flow !== 'bootstrap_prefill',
+          eosAt: this.opts.eosAt,
+        },
       );
+      const { words, end } = this.ending(plan, run.recomputeAfter);
 
       if (flow === 'trigger_prefill' || flow === 'bootstrap_prefill') {
         // The first token comes out of prefill; then the KV goes to the decode outside the batch.
@@ -222,12 +268,13 @@ export class SimCore {
         releaseSlot();
         entry.state = 'transfer';
         await this.kv.send(run, payload);
-        return await this.output.respond(run, plan.words, plan.finishReason, cached, null);
+        // The layer-wise connector's request_finished always returns (False, None) (VA LW).
+        return await this.output.respond(run, words, end, cached, null);
       }
 
       entry.state = 'decode';
-      await this.output.respondWhileDecoding(run, plan.words, plan.finishReason, cached, () =>
-        flow === 'handoff_prefill' ? this.kv.holdForPull(run) : null,
+      await this.output.respondWhileDecoding(run, words, end, cached, () =>
+        flow === 'handoff_prefill' ? this.kv.holdForPull(run, words, end) : null,
       );
     } finally {
       releaseSlot();

@@ -21,6 +21,11 @@ export const FaultConfigSchema = z.strictObject({
   hang_before_first_token_ms: z.number().int().min(-1),
   /** Kill the connection after N output tokens (stream: mid-stream; non-stream: no response). -1 = off. */
   die_after_tokens: z.number().int().min(-1),
+  /**
+   * vllm-ascend decode only: the RecomputeScheduler evicts the request after N output tokens, which
+   * then ends with finish_reason "stop", stop_reason "recomputed" (engine-profiles.ts `recompute`). -1 = off.
+   */
+  recompute_after: z.number().int().min(-1),
   /** Multiplies every decode step (≥ 1 slows down). */
   slow_decode_factor: z.number().positive(),
   /**
@@ -45,6 +50,7 @@ export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
   seed: 1,
   hang_before_first_token_ms: 0,
   die_after_tokens: -1,
+  recompute_after: -1,
   slow_decode_factor: 1,
   stream_error_first: 0,
   refuse_connections: 0,
@@ -58,6 +64,7 @@ export interface ActiveFaults {
   errorStatus: number | null;
   hangMs: number;
   dieAfterTokens: number;
+  recomputeAfter: number;
   slowFactor: number;
   /** Answer with the engine's generation error (after the 200 when streaming). */
   streamErrorFirst: boolean;
@@ -67,6 +74,7 @@ const NONE: ActiveFaults = Object.freeze({
   errorStatus: null,
   hangMs: 0,
   dieAfterTokens: -1,
+  recomputeAfter: -1,
   slowFactor: 1,
   streamErrorFirst: false,
 });
@@ -97,6 +105,7 @@ export class Faults {
       c.error_next > 0 ||
       c.hang_before_first_token_ms !== 0 ||
       c.die_after_tokens >= 0 ||
+      c.recompute_after >= 0 ||
       c.slow_decode_factor !== 1 ||
       c.stream_error_first > 0;
     return this.config;
@@ -138,6 +147,7 @@ export class Faults {
       errorStatus: fail ? c.error_status : null,
       hangMs: c.hang_before_first_token_ms,
       dieAfterTokens: c.die_after_tokens,
+      recomputeAfter: c.recompute_after,
       slowFactor: c.slow_decode_factor,
       streamErrorFirst,
     };

@@ -66,6 +66,12 @@ export class HeldKv {
 
   hold(requestId: string, payload: KvPayload, leaseMs: number): number {
     this.release(requestId);
+    const expiresAt = Date.now() + leaseMs;
+    this.held.set(requestId, { payload, expiresAt, timer: this.expireAfter(requestId, leaseMs) });
+    return expiresAt;
+  }
+
+  private expireAfter(requestId: string, leaseMs: number): NodeJS.Timeout {
     const timer = setTimeout(() => {
       if (this.held.get(requestId)?.timer === timer) {
         this.drop(requestId);
@@ -73,9 +79,17 @@ export class HeldKv {
       }
     }, leaseMs);
     timer.unref();
-    const expiresAt = Date.now() + leaseMs;
-    this.held.set(requestId, { payload, expiresAt, timer });
-    return expiresAt;
+    return timer;
+  }
+
+  /** A decode heartbeat: the lease of `requestId` runs `leaseMs` from now; false when nothing is held. */
+  renew(requestId: string, leaseMs: number): boolean {
+    const h = this.held.get(requestId);
+    if (!h) return false;
+    clearTimeout(h.timer);
+    h.expiresAt = Date.now() + leaseMs;
+    h.timer = this.expireAfter(requestId, leaseMs);
+    return true;
   }
 
   /** Reads and releases the blocks of `requestId`. */

@@ -1,15 +1,26 @@
 import type { Logger } from '../common/logger.js';
 import { BootstrapRooms } from './bootstrap.js';
 import { BOOTSTRAP_JOIN_PATH } from './sglang-bootstrap-server.js';
-import { isIntArray, isPort, isString, requireField } from './flow.js';
+import type { EngineProfile } from './engine-profiles.js';
+import { flatBlockIds, isBlockIds, isPort, isString, requireField } from './flow.js';
+import { handoffParams } from './handoff-params.js';
 import { HeldKv, PushInbox, promptHash, type BlockAllocator, type KvPayload } from './kv-handoff.js';
 import type { SimOptions } from './options.js';
 import { PeerClient, errorMessageOf } from './peer-client.js';
 import type { PrefixCache } from './prefix-cache.js';
+import { metaserverBody } from './metaserver-call.js';
 import type { GenRequest } from './request-body.js';
+import type { OutputEnd } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
-import { AbortedError, delay, transferMs } from './timing.js';
+import { AbortedError, delay, transferMs, type Scheduler } from './timing.js';
+import { OUTPUT_VOCAB } from './tokens.js';
+
+/** The decode heartbeats only with all of these in its params (VL nixl/base_scheduler.py on_new_request). */
+const HEARTBEAT_FIELDS = ['remote_engine_id', 'remote_request_id', 'remote_host', 'remote_port', 'tp_size'];
+
+/** `_access_metaserver` tries the POST 3 times, only when it raises (VA LW, every tag v0.13.0 … main). */
+const METASERVER_TRIES = 3;
 
 /**
  * Both sides of the simulated P/D KV transfer: the decode acquiring a prompt's KV (vLLM handoff
@@ -26,13 +37,19 @@ export class KvTransfer {
   /** Decode requests waiting for remote KV: counted as waiting, but they hold no batch slot. */
   waiting = 0;
 
+  /** How long unread handoff KV is held: `--kv-lease-ms`, else the profile's default. */
+  readonly leaseMs: number;
+
   constructor(
     private readonly opts: SimOptions,
+    private readonly profile: EngineProfile,
+    private readonly scheduler: Scheduler,
     private readonly blocks: BlockAllocator,
     private readonly cache: PrefixCache,
-    log: Logger,
+    private readonly log: Logger,
   ) {
     this.held = new HeldKv(blocks, (id) => log.info({ request_id: id }, 'kv lease expired'));
+    this.leaseMs = opts.kvLeaseMs ?? profile.leaseMs;
   }
 
   /** KV held for peers (pull leases, bootstrap rooms, expected pushes), for `/debug/requests`. */
@@ -83,22 +100,29 @@ export class KvTransfer {
     }
   }
 
-  /** Handoff prefill, after its last token: leases the KV for the decode to pull; returns kv_transfer_params. */
-  holdForPull(run: Run): Record<string, unknown> {
+  /**
+   * Handoff prefill, after its last token: leases the KV for the decode to pull (keyed by the
+   * engine-internal id) and returns kv_transfer_params in the profile's shape — or null, holding
+   * nothing, when an EOS/stop string ended it and the connector only hands over length-capped
+   * requests (engine-profiles.ts `paramsOnEos`). A streamed prefill holds its KV all the same.
+   */
+  holdForPull(run: Run, words: Uint16Array, end: OutputEnd): Record<string, unknown> | null {
+    if (end.finish !== 'length' && !this.profile.paramsOnEos) return null;
     const nBlocks = this.blocksFor(run.g);
     const payload = this.payload(run.g, nBlocks);
-    this.held.hold(run.id, payload, this.opts.kvLeaseMs);
+    this.held.hold(run.internalId, payload, this.leaseMs);
     this.blocks.inUse += nBlocks;
-    return {
-      do_remote_prefill: true,
-      do_remote_decode: false,
-      remote_engine_id: this.opts.engineId,
-      remote_block_ids: payload.block_ids,
-      remote_host: this.advertised.host,
-      remote_port: this.advertised.port,
-      remote_request_id: run.id,
-      tp_size: 1,
-    };
+    const hybrid = this.opts.kvConnector === 'MooncakeHybridConnector' ? this.profile.hybridHandoff : null;
+    return handoffParams(hybrid ?? this.profile.handoff ?? 'nixl-newest', {
+      engineId: this.opts.engineId,
+      requestId: run.internalId,
+      host: this.advertised.host,
+      port: this.advertised.port,
+      blockIds: payload.block_ids,
+      blockSize: this.opts.blockSize,
+      promptTokens: run.g.promptIds.length,
+      lastTokenId: words.length > 0 ? OUTPUT_VOCAB.ids[words[words.length - 1]!]! : 0,
+    });
   }
 
   /** The prompt's KV as the prefill hands it over (trigger / bootstrap). */
@@ -128,9 +152,21 @@ export class KvTransfer {
     const host = requireField(kv, 'remote_host', isString, 'a host string');
     const port = requireField(kv, 'remote_port', isPort, 'a port number');
     const engineId = requireField(kv, 'remote_engine_id', isString, 'a string');
-    const blockIds = requireField(kv, 'remote_block_ids', isIntArray, 'an array of block ids');
-    const remoteId = isString(kv.remote_request_id) ? kv.remote_request_id : run.id;
-    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/internal/kv/pull`;
+    const blockIds = flatBlockIds(requireField(kv, 'remote_block_ids', isBlockIds, 'an array of block ids'));
+    // vllm-ascend v0.13 sends no remote_request_id: both sides use the same external id then.
+    const remoteId = isString(kv.remote_request_id) ? kv.remote_request_id : run.internalId;
+    const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    // vLLM starts the KV load only when the scheduler picks the request from its waiting queue
+    // (a free running slot); meanwhile newest NIXL's decode keeps the prefill's lease alive.
+    const beat =
+      this.profile.heartbeat && HEARTBEAT_FIELDS.every((k) => kv[k] !== undefined && kv[k] !== null);
+    const stopBeats = beat ? this.heartbeat(`${origin}/internal/kv/heartbeat`, remoteId) : null;
+    try {
+      await this.scheduler.whenFree(run.signal);
+    } finally {
+      stopBeats?.();
+    }
+    const url = `${origin}/internal/kv/pull`;
     let r;
     try {
       r = await this.peers.postJson(
@@ -162,77 +198,89 @@ export class KvTransfer {
     return r.body as KvPayload;
   }
 
+  /** Heartbeats to the prefill every lease / 6 (this engine's own kv_lease_duration), now and on; returns stop. */
+  private heartbeat(url: string, remoteId: string): () => void {
+    const send = (): void => {
+      this.peers
+        .postJson(url, { remote_request_id: remoteId }, this.leaseMs, undefined)
+        .catch((err: Error) => this.log.debug({ url, err: err.message }, 'kv heartbeat failed'));
+    };
+    send();
+    const timer = setInterval(send, Math.max(1, Math.floor(this.leaseMs / 6)));
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   // ---- P/D: vLLM trigger (decode calls the metaserver, prefill pushes) -----------------------
 
+  /**
+   * Layer-wise decode: POSTs the metaserver body (fire and forget: the connector ignores the HTTP
+   * status and retries only when the POST raises) and waits for the prefill's push. Upstream has no
+   * decode-side bound (the request stays WAITING_FOR_REMOTE_KVS until KV arrives or the client goes;
+   * VA LW get_finished, v0.18.0); the simulator gives up after `--kv-wait-ms` with a 500.
+   */
   private async triggerKv(run: Run): Promise<KvPayload> {
     const { g, signal } = run;
     const metaserver = g.kv!.metaserver as string;
     const nBlocks = Math.ceil(g.promptIds.length / this.opts.blockSize);
     const blockIds = this.blocks.allocate(nBlocks);
     const localCached = this.cache.lookup(this.cache.blockHashes(g.promptIds), g.promptIds.length);
+    // v0.14.0rc1 sent vLLM's internal id (with suffix); other releases the external id.
+    const requestId = this.profile.metaserverIdSuffix ? run.internalId : run.externalId;
     const wait = new AbortController();
     const timer = setTimeout(() => wait.abort('kv_wait_timeout'), this.opts.kvWaitMs);
     const onAbort = (): void => wait.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
-    const pushed = this.inbox.expect(run.id, nBlocks, this.opts.kvWaitMs, wait.signal);
+    const pushed = this.inbox.expect(requestId, nBlocks, this.opts.kvWaitMs, wait.signal);
     pushed.catch(() => {});
+    const body = metaserverBody(this.profile.metaserver ?? 'v0.17', {
+      requestId,
+      engineId: this.opts.engineId,
+      host: this.advertised.host,
+      port: this.advertised.port,
+      blockIds,
+      blockSize: this.opts.blockSize,
+      cachedTokens: localCached,
+    });
+    const call = this.callMetaserver(metaserver, body, wait.signal);
     try {
-      let r;
-      try {
-        r = await this.peers.postJson(
-          metaserver,
-          {
-            request_id: run.id,
-            do_remote_decode: true,
-            remote_block_ids: blockIds,
-            remote_block_size: this.opts.blockSize,
-            remote_engine_id: this.opts.engineId,
-            remote_host: this.advertised.host,
-            remote_port: this.advertised.port,
-            remote_cached_tokens: localCached,
-          },
-          this.opts.kvWaitMs,
-          wait.signal,
-        );
-      } catch (err) {
-        if (signal.aborted) throw new AbortedError(String(signal.reason));
-        throw new SimFailure(
-          500,
-          `metaserver ${metaserver} failed for request ${run.id}: ${(err as Error).message}`,
-          'metaserver_unreachable',
-        );
-      }
-      if (r.status < 200 || r.status >= 300) {
-        throw new SimFailure(
-          500,
-          `metaserver ${metaserver} answered ${r.status} for request ${run.id}: ${errorMessageOf(r.body)}`,
-          'metaserver_error',
-        );
-      }
-      try {
-        return await pushed;
-      } catch (err) {
-        if (signal.aborted) throw new AbortedError(String(signal.reason));
-        void err;
-        throw new SimFailure(
-          500,
-          `KV push for request ${run.id} did not arrive within ${this.opts.kvWaitMs} ms`,
-          'kv_push_timeout',
-        );
-      }
+      return await pushed;
+    } catch (err) {
+      if (signal.aborted) throw new AbortedError(String(signal.reason));
+      void err;
+      throw new SimFailure(
+        500,
+        `KV for request ${requestId} did not arrive within ${this.opts.kvWaitMs} ms (metaserver ${metaserver}: ${await call})`,
+        'kv_push_timeout',
+      );
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      this.inbox.cancel(run.id);
+      this.inbox.cancel(requestId);
       this.blocks.free(nBlocks);
     }
+  }
+
+  /** `_access_metaserver`: up to 3 tries on connection errors, any HTTP answer ends it; resolves with what happened. */
+  private async callMetaserver(url: string, body: unknown, signal: AbortSignal): Promise<string> {
+    let last = '';
+    for (let i = 1; i <= METASERVER_TRIES && !signal.aborted; i++) {
+      try {
+        const r = await this.peers.postJson(url, body, this.opts.kvWaitMs, signal);
+        return `answered ${r.status}`;
+      } catch (err) {
+        last = (err as Error).message;
+        this.log.warn({ url, try: i, err: last }, 'metaserver call failed');
+      }
+    }
+    return `unreachable: ${last}`;
   }
 
   private async pushKv(run: Run, payload: KvPayload): Promise<void> {
     const kv = run.g.kv!;
     const host = requireField(kv, 'remote_host', isString, 'a host string');
     const port = requireField(kv, 'remote_port', isPort, 'a port number');
-    const blockIds = requireField(kv, 'remote_block_ids', isIntArray, 'an array of block ids');
+    const blockIds = flatBlockIds(requireField(kv, 'remote_block_ids', isBlockIds, 'an array of block ids'));
     const key = isString(kv.request_id)
       ? kv.request_id
       : isString(kv.remote_request_id)

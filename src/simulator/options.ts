@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { SimEngine } from './engine-profiles.js';
 import type { FaultConfig } from './faults.js';
 
+export type { SimEngine };
 export type SimRole = 'prefill' | 'decode' | 'union';
-export type SimEngine = 'vllm' | 'sglang';
 
 /** Every simulator setting; `motor sim` flags map 1:1 onto these (docs/cli.md, "motor sim"). */
 export interface SimOptions {
@@ -12,6 +13,8 @@ export interface SimOptions {
   advertiseHost: string | null;
   model: string;
   engine: SimEngine;
+  /** Release family imitated (engine-profiles.ts); null = the engine's newest. */
+  engineVersion: string | null;
   role: SimRole;
   kvConnector: string | null;
   engineId: string;
@@ -24,11 +27,14 @@ export interface SimOptions {
   maxNumSeqs: number;
   maxModelLen: number;
   defaultMaxTokens: number;
+  /** The n-th output token of every request is EOS (finish_reason stop), honouring min_tokens; 0 = off. */
+  eosAt: number;
   // KV / prefix cache
   blockSize: number;
   kvBlocks: number;
   kvTransferMsPerBlock: number;
-  kvLeaseMs: number;
+  /** Hold of unread handoff KV; null = the profile's default (480 s abort timeout, 30 s newest NIXL lease). */
+  kvLeaseMs: number | null;
   kvWaitMs: number;
   bootstrapTimeoutMs: number;
   /** SGLang prefill: port of its own bootstrap server (0 = any free port); also what `bootstrap_port: null` means. */
@@ -57,6 +63,7 @@ export function defaultSimOptions(): SimOptions {
     advertiseHost: null,
     model: 'motor-sim-7b',
     engine: 'vllm',
+    engineVersion: null,
     role: 'union',
     kvConnector: null,
     engineId: randomUUID(),
@@ -68,10 +75,11 @@ export function defaultSimOptions(): SimOptions {
     maxNumSeqs: 256,
     maxModelLen: 32768,
     defaultMaxTokens: 16,
+    eosAt: 0,
     blockSize: 16,
     kvBlocks: 6144,
     kvTransferMsPerBlock: 0.3,
-    kvLeaseMs: 480_000,
+    kvLeaseMs: null,
     kvWaitMs: 30_000,
     bootstrapTimeoutMs: 30_000,
     // SGLang ServerArgs.disaggregation_bootstrap_port default (python/sglang/srt/server_args.py).

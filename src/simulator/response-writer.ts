@@ -4,9 +4,16 @@ import type { SimMetrics } from './metrics.js';
 import type { SimOptions } from './options.js';
 import type { Run } from './run.js';
 import { GenerateChunkWriter, generateFinalBody } from './sglang-generate.js';
-import { ChunkWriter, makeUsage, SSE_DONE } from './sse.js';
+import { ChunkWriter, makeUsage, SSE_DONE, type Ending } from './sse.js';
 import { AbortedError, decodeStepMs, Pacer, sleep, yieldToLoop, type Scheduler } from './timing.js';
 import { outputText, outputTokenIds } from './tokens.js';
+
+/** How the output ends; `tokenless`: the finish goes in a frame of its own, after the last token. */
+export interface OutputEnd extends Ending {
+  tokenless: boolean;
+}
+
+const ABORTED: Ending = { finish: 'abort', stopReason: null };
 
 /** The die-after-N-tokens fault fired: the connection is cut, no error is rendered. */
 export class DiedError extends Error {
@@ -31,13 +38,13 @@ export class ResponseWriter {
     const { res, g } = run;
     if (run.committed) {
       const w = this.writer(run);
-      res.end(w.finishOnly('abort') + SSE_DONE);
+      res.end(w.finishOnly(ABORTED) + SSE_DONE);
     } else if (!g.stream) {
-      this.sendFinal(run, new Uint16Array(0), 'abort', 0, null);
+      this.sendFinal(run, new Uint16Array(0), ABORTED, 0, null);
     } else {
       this.commit(run);
       const w = this.writer(run);
-      res.end(w.first(null) + w.finishOnly('abort') + SSE_DONE);
+      res.end(w.first(null) + w.finishOnly(ABORTED) + SSE_DONE);
     }
   }
 
@@ -71,11 +78,11 @@ export class ResponseWriter {
   async respond(
     run: Run,
     words: Uint16Array,
-    finish: string,
+    end: OutputEnd,
     cached: number,
     kvParams: Record<string, unknown> | null,
   ) {
-    await this.respondWhileDecoding(run, words, finish, cached, () => kvParams);
+    await this.respondWhileDecoding(run, words, end, cached, () => kvParams);
   }
 
   /**
@@ -86,7 +93,7 @@ export class ResponseWriter {
   async respondWhileDecoding(
     run: Run,
     words: Uint16Array,
-    finish: string,
+    end: OutputEnd,
     cached: number,
     finalKv: () => Record<string, unknown> | null,
   ): Promise<void> {
@@ -122,25 +129,25 @@ export class ResponseWriter {
       last = now;
       run.emitted = i + 1;
       entry.output_tokens = i + 1;
-      if (w) buf += w.token(words[i]!, i === n - 1 ? finish : null);
+      if (w) buf += w.token(words[i]!, i === n - 1 && !end.tokenless ? end : null);
     }
     if (n === run.dieAfter) await dieAfterFlush(res, buf, stream);
     this.metrics.generationTokens.inc(n);
     this.metrics.e2e.observe((performance.now() - run.startedAt) / 1000);
     const kvParams = finalKv();
     if (w) {
-      if (n === 0) buf += w.finishOnly(finish);
+      if (n === 0 || end.tokenless) buf += w.finishOnly(end);
       if (g.includeUsage) buf += w.usage(makeUsage(g.promptIds.length, n, cached));
       res.end(buf + SSE_DONE);
     } else {
-      this.sendFinal(run, words, finish, cached, kvParams);
+      this.sendFinal(run, words, end, cached, kvParams);
     }
   }
 
   private sendFinal(
     run: Run,
     words: Uint16Array,
-    finish: string,
+    end: Ending,
     cached: number,
     kvParams: Record<string, unknown> | null,
   ) {
@@ -148,7 +155,7 @@ export class ResponseWriter {
     const text = outputText(words);
     const usage = makeUsage(g.promptIds.length, words.length, cached);
     if (g.kind === 'generate') {
-      const body = generateFinalBody(run.id, text, outputTokenIds(words), finish, usage);
+      const body = generateFinalBody(run.id, text, outputTokenIds(words), end.finish, usage);
       return sendJson(run.res, 200, body, { 'x-request-id': run.id });
     }
     const created = Math.floor(Date.now() / 1000);
@@ -158,10 +165,10 @@ export class ResponseWriter {
             index: 0,
             message: { role: 'assistant', content: text },
             logprobs: null,
-            finish_reason: finish,
-            stop_reason: null,
+            finish_reason: end.finish,
+            stop_reason: end.stopReason,
           }
-        : { index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null };
+        : { index: 0, text, logprobs: null, finish_reason: end.finish, stop_reason: end.stopReason };
     if (g.returnTokenIds) {
       choice.token_ids = outputTokenIds(words);
       if (g.kind === 'completion') choice.prompt_token_ids = g.promptIds;
@@ -175,7 +182,7 @@ export class ResponseWriter {
       usage,
     };
     if (g.returnTokenIds && g.kind === 'chat') body.prompt_token_ids = g.promptIds;
-    if (this.opts.engine === 'vllm') body.kv_transfer_params = kvParams;
+    if (this.opts.engine !== 'sglang') body.kv_transfer_params = kvParams;
     sendJson(run.res, 200, body, { 'x-request-id': run.id });
   }
 }

@@ -5,7 +5,12 @@ import type { GenRequest } from './request-body.js';
 
 /** One generation request on its way through the simulated engine. */
 export interface Run {
+  /** Base id: X-Request-Id (vLLM) / rid (SGLang), else body request_id, else random. */
   id: string;
+  /** vLLM's external request id (`chatcmpl-<id>`, `cmpl-<id>-0`); SGLang: `id`. */
+  externalId: string;
+  /** The engine-internal id (vLLM ≥ 0.14: external + `-<8 hex>`), e.g. remote_request_id. */
+  internalId: string;
   g: GenRequest;
   flow: Flow;
   entry: LedgerEntry;
@@ -16,6 +21,7 @@ export interface Run {
   committed: boolean;
   emitted: number;
   dieAfter: number;
+  recomputeAfter: number;
   slowFactor: number;
   hangMs: number;
 }

@@ -26,7 +26,14 @@ export interface RunningSimulator {
   close(): Promise<void>;
 }
 
-const NOT_RECORDED = new Set(['/health', '/metrics', '/v1/models', '/server_info', '/get_server_info']);
+const NOT_RECORDED = new Set([
+  '/health',
+  '/metrics',
+  '/v1/models',
+  '/server_info',
+  '/get_server_info',
+  '/internal/kv/heartbeat',
+]);
 const recorded = (path: string): boolean => !NOT_RECORDED.has(path) && !path.startsWith('/debug/');
 
 /** The simulator's wording of the frame's errors: OpenAI-style, no codes (as vLLM's server). */
@@ -58,7 +65,7 @@ interface SimHttp {
  *   SGLang: POST /generate, POST /abort_request, GET /server_info | /get_server_info
  *   GET /debug/info
  *   GET|POST|DELETE /debug/faults           GET|DELETE /debug/recorded       GET|DELETE /debug/requests
- *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/release
+ *   POST /internal/kv/pull | /internal/kv/push | /internal/kv/heartbeat | /internal/kv/release
  * A SGLang prefill also serves its bootstrap rendezvous on `--bootstrap-port` (sglang-bootstrap-server.ts).
  * With `--api-key` / `--admin-api-key` every route is first checked by the engine's rule (auth.ts).
  * Every request but health, metrics, models, server info and /debug/* is recorded with its body (unknown
@@ -135,6 +142,7 @@ export async function startSimulator(
     url,
     role: opts.role,
     engine: opts.engine,
+    engine_version: core.profile.version,
     engine_id: opts.engineId,
     ...(bootstrap ? { bootstrap_port: bootstrap.port } : {}),
   });
@@ -162,7 +170,7 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
         id: opts.model,
         object: 'model',
         created: Math.floor(Date.now() / 1000),
-        owned_by: opts.engine,
+        owned_by: opts.engine === 'sglang' ? 'sglang' : 'vllm',
         root: opts.model,
         parent: null,
         max_model_len: opts.maxModelLen,
@@ -206,6 +214,11 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
       'POST',
       '/internal/kv/push',
       post('/internal/kv/push', (_req, res, text) => internalPush(core, res, text)),
+    )
+    .add(
+      'POST',
+      '/internal/kv/heartbeat',
+      post('/internal/kv/heartbeat', (_req, res, text) => internalHeartbeat(core, res, text)),
     )
     .add(
       'POST',
@@ -253,6 +266,7 @@ function addDebugRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
     .add('GET', '/debug/info', (_req, res) =>
       sendJson(res, 200, {
         engine: opts.engine,
+        engine_version: core.profile.version,
         role: opts.role,
         kv_connector: opts.kvConnector,
         engine_id: opts.engineId,
@@ -260,6 +274,8 @@ function addDebugRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
         block_size: opts.blockSize,
         kv_blocks: opts.kvBlocks,
         max_num_seqs: opts.maxNumSeqs,
+        kv_lease_ms: core.kv.leaseMs,
+        eos_at: opts.eosAt,
         time_scale: opts.timeScale,
         advertised: core.kv.advertised,
         bootstrap_port: sim.bound.bootstrapPort,
@@ -344,6 +360,14 @@ function internalPush(core: SimCore, res: ServerResponse, text: string): void {
     throw new HttpError(404, `no decode request ${body.request_id} is waiting for KV on this instance`);
   }
   sendJson(res, 200, { request_id: body.request_id, accepted: true });
+}
+
+/** A decode's lease heartbeat (newest NIXL): the held KV of the request runs a full lease from now. */
+function internalHeartbeat(core: SimCore, res: ServerResponse, text: string): void {
+  const body = parseObject(text);
+  if (typeof body.remote_request_id !== 'string')
+    throw new HttpError(400, "'remote_request_id' must be a string");
+  sendJson(res, 200, { renewed: core.kv.held.renew(body.remote_request_id, core.kv.leaseMs) });
 }
 
 function internalRelease(core: SimCore, res: ServerResponse, text: string): void {

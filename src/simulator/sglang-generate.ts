@@ -3,7 +3,7 @@ import { isPlainObject, sendJson } from '../common/http.js';
 import { HttpError } from '../common/http-error.js';
 import type { PeerClient } from './peer-client.js';
 import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
-import type { Usage } from './sse.js';
+import type { Ending, Usage } from './sse.js';
 import { OUTPUT_VOCAB } from './tokens.js';
 
 /**
@@ -143,15 +143,15 @@ export class GenerateChunkWriter {
     return '';
   }
 
-  token(word: number, finish: string | null): string {
+  token(word: number, end: Ending | null): string {
     this.text += OUTPUT_VOCAB.json[word]!.slice(1, -1);
     this.ids += (this.n === 0 ? '' : ',') + OUTPUT_VOCAB.ids[word]!;
     this.n++;
-    return this.frame(finish);
+    return this.frame(end?.finish ?? null);
   }
 
-  finishOnly(finish: string): string {
-    return this.frame(finish);
+  finishOnly(end: Ending): string {
+    return this.frame(end.finish);
   }
 
   usage(_u: Usage): string {

@@ -18,6 +18,16 @@ export function makeUsage(promptTokens: number, completionTokens: number, cached
 
 export const SSE_DONE = 'data: [DONE]\n\n';
 
+/** How a choice ends: finish_reason and vLLM's `stop_reason` (the matched stop string, "recomputed", or null). */
+export interface Ending {
+  finish: string;
+  stopReason: string | null;
+}
+
+function endJson(end: Ending): string {
+  return `"${end.finish}","stop_reason":${end.stopReason === null ? 'null' : JSON.stringify(end.stopReason)}`;
+}
+
 /**
  * SSE chunk templates framed like vLLM's OpenAI server: `data: {json}\n\n`. The per-request prefix
  * (id, object, created, model) is built once; a token chunk is prefix + pre-escaped word + suffix,
@@ -25,7 +35,7 @@ export const SSE_DONE = 'data: [DONE]\n\n';
  *
  * chat:       {"id","object":"chat.completion.chunk","created","model","choices":[{"index":0,"delta":{"content":W},"logprobs":null,"finish_reason":null}]}
  * completion: {"id","object":"text_completion","created","model","choices":[{"index":0,"text":W,"logprobs":null,"finish_reason":null,"stop_reason":null}]}
- * The last token chunk carries finish_reason (and stop_reason:null); with return_token_ids each
+ * The last token chunk carries finish_reason and stop_reason; with return_token_ids each
  * choice has `token_ids:[id]` and the first chunk has top-level `prompt_token_ids`.
  */
 export class ChunkWriter {
@@ -53,22 +63,22 @@ export class ChunkWriter {
     return `${this.head}"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${pti}}\n\n`;
   }
 
-  token(word: number, finish: string | null): string {
+  token(word: number, end: Ending | null): string {
     const w = OUTPUT_VOCAB.json[word]!;
     const tid = this.withTokenIds ? `,"token_ids":[${OUTPUT_VOCAB.ids[word]!}]` : '';
-    const fin = finish === null ? 'null' : `"${finish}","stop_reason":null`;
+    const fin = end === null ? 'null' : endJson(end);
     if (this.chat)
       return `${this.head}"delta":{"content":${w}},"logprobs":null,"finish_reason":${fin}${tid}}]}\n\n`;
-    return `${this.head}"text":${w},"logprobs":null,"finish_reason":${fin}${finish === null ? ',"stop_reason":null' : ''}${tid}}]}\n\n`;
+    return `${this.head}"text":${w},"logprobs":null,"finish_reason":${fin}${end === null ? ',"stop_reason":null' : ''}${tid}}]}\n\n`;
   }
 
-  /** A finish chunk without a token (output ended before any token, e.g. immediate stop). */
-  finishOnly(finish: string): string {
+  /** A finish chunk without a token (output ended before any token, or vllm-ascend's recompute frame). */
+  finishOnly(end: Ending): string {
     const tid = this.withTokenIds ? ',"token_ids":[]' : '';
     if (this.chat) {
-      return `${this.head}"delta":{"content":""},"logprobs":null,"finish_reason":"${finish}","stop_reason":null${tid}}]}\n\n`;
+      return `${this.head}"delta":{"content":""},"logprobs":null,"finish_reason":${endJson(end)}${tid}}]}\n\n`;
     }
-    return `${this.head}"text":"","logprobs":null,"finish_reason":"${finish}","stop_reason":null${tid}}]}\n\n`;
+    return `${this.head}"text":"","logprobs":null,"finish_reason":${endJson(end)}${tid}}]}\n\n`;
   }
 
   usage(u: Usage): string {

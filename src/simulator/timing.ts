@@ -108,6 +108,7 @@ export class Scheduler {
   running = 0;
   private queue: Waiter[] = [];
   private head = 0;
+  private readonly watchers = new Set<() => void>();
 
   constructor(readonly maxNumSeqs: number) {}
 
@@ -138,6 +139,32 @@ export class Scheduler {
     });
   }
 
+  /**
+   * Resolves once a slot is free and nobody is queued, without taking it (rejects on abort): when
+   * vLLM's scheduler would pick a waiting remote-prefill request and start its KV load.
+   */
+  whenFree(signal: AbortSignal): Promise<void> {
+    const free = (): boolean => this.running < this.maxNumSeqs && this.waiting === 0;
+    if (free()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        this.watchers.delete(check);
+        signal.removeEventListener('abort', onAbort);
+      };
+      const check = (): void => {
+        if (!free()) return;
+        done();
+        resolve();
+      };
+      const onAbort = (): void => {
+        done();
+        reject(new AbortedError(String(signal.reason ?? 'aborted')));
+      };
+      this.watchers.add(check);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
   release(): void {
     this.running--;
     while (this.head < this.queue.length && this.running < this.maxNumSeqs) {
@@ -154,5 +181,6 @@ export class Scheduler {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
+    for (const check of [...this.watchers]) check();
   }
 }

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { OUTPUT_VOCAB, outputText, outputTokenIds, planOutput, renderChat, tokenize } from './tokens.js';
+import {
+  EOS_WORD,
+  OUTPUT_VOCAB,
+  outputText,
+  outputTokenIds,
+  planOutput,
+  renderChat,
+  tokenize,
+} from './tokens.js';
 
 describe('tokens', () => {
   it('renders the documented chat template', () => {
@@ -18,7 +26,9 @@ describe('tokens', () => {
 
   it('every output word is exactly one token', () => {
     expect(OUTPUT_VOCAB.text.length).toBeGreaterThan(100);
-    OUTPUT_VOCAB.text.forEach((t, i) => expect(tokenize(t)).toEqual([OUTPUT_VOCAB.ids[i]]));
+    OUTPUT_VOCAB.text.forEach((t, i) => {
+      if (i !== EOS_WORD) expect(tokenize(t)).toEqual([OUTPUT_VOCAB.ids[i]]);
+    });
   });
 
   it.each([
@@ -27,22 +37,51 @@ describe('tokens', () => {
     [1, 5, null, 0, true, 5, 'stop'],
     [2, 1, null, 0, false, 1, 'length'],
   ] as const)('seed %i max %i → %i tokens', (seed, max, stop, min, natural, len, finish) => {
-    const p = planOutput(seed, max, stop, min, natural);
+    const lim = (eosAt: number) => ({ maxTokens: max, stop, minTokens: min, naturalStop: natural, eosAt });
+    const p = planOutput(seed, lim(0));
     expect(p.words.length).toBe(len);
     expect(p.finishReason).toBe(finish);
-    expect(outputText(p.words)).toBe(outputText(planOutput(seed, max, stop, min, natural).words));
+    expect(outputText(p.words)).toBe(outputText(planOutput(seed, lim(0)).words));
     expect(outputTokenIds(p.words)).toHaveLength(len);
   });
 
   it('stop words end output before the word, but not before min_tokens', () => {
-    const full = planOutput(3, 10, null, 0, false);
+    const full = planOutput(3, lim(10, null, 0));
     const third = OUTPUT_VOCAB.text[full.words[2]!]!.slice(1);
     const firstIdx = Array.from(full.words).findIndex((w) => OUTPUT_VOCAB.text[w]!.slice(1) === third);
-    const stopped = planOutput(3, 10, new Set([third]), 0, false);
+    const stopped = planOutput(3, lim(10, new Set([third]), 0));
     expect(stopped.finishReason).toBe('stop');
     expect(stopped.words.length).toBe(firstIdx);
-    const withMin = planOutput(3, 10, new Set([third]), 10, false);
+    expect(stopped.stopReason).toBe(third);
+    const withMin = planOutput(3, lim(10, new Set([third]), 10));
     expect(withMin.words.length).toBe(10);
+  });
+});
+
+const lim = (maxTokens: number, stop: Set<string> | null, minTokens: number, eosAt = 0) => ({
+  maxTokens,
+  stop,
+  minTokens,
+  naturalStop: false,
+  eosAt,
+});
+
+describe('--eos-at', () => {
+  it.each([
+    // max, min, eosAt → tokens (EOS last), finish
+    [10, 0, 1, 1, 'stop'],
+    [10, 0, 3, 3, 'stop'],
+    [10, 2, 1, 3, 'stop'], // EOS suppressed while output < min_tokens, then it comes at once
+    [10, 1, 1, 2, 'stop'], // min_tokens 1 (vllm-ascend proxies) keeps a one-token prefill from EOS
+    [2, 0, 5, 2, 'length'],
+    [1, 1, 1, 1, 'length'],
+  ] as const)('max %i min %i eos-at %i → %i tokens, %s', (max, min, eosAt, len, finish) => {
+    const p = planOutput(7, lim(max, null, min, eosAt));
+    expect(p.words.length).toBe(len);
+    expect(p.finishReason).toBe(finish);
+    expect(p.stopReason).toBeNull();
+    expect(p.words[len - 1] === EOS_WORD).toBe(finish === 'stop');
+    if (finish === 'stop') expect(outputText(p.words.subarray(len - 1))).toBe(''); // EOS has no text
   });
 });
 

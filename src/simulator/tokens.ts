@@ -87,10 +87,18 @@ function buildVocab(): OutputVocab {
       ids.push(enc[0]!);
     }
   }
+  // The last entry is EOS: counted as an output token, no text (vLLM skips special tokens when detokenizing).
+  text.push('');
+  ids.push(EOS_TOKEN_ID);
   return { text, ids, json: text.map((t) => JSON.stringify(t)) };
 }
 
+/** cl100k_base `<|endoftext|>`. */
+const EOS_TOKEN_ID = 100257;
+
 export const OUTPUT_VOCAB: OutputVocab = buildVocab();
+/** Index of EOS in OUTPUT_VOCAB; the PRNG draws words below it. */
+export const EOS_WORD = OUTPUT_VOCAB.text.length - 1;
 
 /** 32-bit FNV-1a of a string: the default seed when the request carries none. */
 export function hashString(s: string): number {
@@ -114,35 +122,50 @@ export function prng(seed: number): () => number {
 }
 
 export interface PlannedOutput {
-  /** Indices into OUTPUT_VOCAB, in order. */
+  /** Indices into OUTPUT_VOCAB, in order (an EOS ending included). */
   words: Uint16Array;
   finishReason: 'length' | 'stop';
+  /** vLLM's `stop_reason`: the matched stop string, else null (EOS, length). */
+  stopReason: string | null;
+}
+
+export interface OutputLimits {
+  maxTokens: number;
+  stop: ReadonlySet<string> | null;
+  minTokens: number;
+  /** No max_tokens given: reaching the default length counts as a natural EOS ("stop"). */
+  naturalStop: boolean;
+  /** `--eos-at`: the n-th output token (1-based) is EOS; 0 = off. */
+  eosAt: number;
 }
 
 /**
- * Plans the whole output up front: `maxTokens` words from the seeded PRNG. When a stop word (an
- * entry of `stop` equal to a generated word without its leading space) appears at or after
- * `minTokens`, output ends before it with finish_reason "stop". `naturalStop` marks a request that
- * gave no max_tokens: reaching the default length then counts as a natural EOS ("stop").
+ * Plans the whole output up front: up to `maxTokens` words from the seeded PRNG. A stop string equal
+ * to a generated word (without its leading space) ends the output before it ("stop", stop_reason =
+ * the string); `eosAt` makes the n-th token EOS ("stop", stop_reason null). Neither fires while the
+ * output is within `minTokens`: vLLM masks EOS at sampling (MinTokensLogitsProcessor,
+ * vllm/v1/sample/logits_processor/builtin.py), skips it in check_stop (vllm/v1/core/sched/utils.py)
+ * and skips stop strings while len(output) <= min_tokens (vllm/v1/engine/detokenizer.py
+ * IncrementalDetokenizer.update) — so a suppressed EOS comes at the first allowed position instead.
  */
-export function planOutput(
-  seed: number,
-  maxTokens: number,
-  stop: ReadonlySet<string> | null,
-  minTokens: number,
-  naturalStop: boolean,
-): PlannedOutput {
+export function planOutput(seed: number, limits: OutputLimits): PlannedOutput {
+  const { maxTokens, stop, minTokens, naturalStop } = limits;
   const next = prng(seed);
-  const n = OUTPUT_VOCAB.text.length;
+  const eosIndex = limits.eosAt > 0 ? Math.max(limits.eosAt - 1, minTokens) : -1;
   const words = new Uint16Array(maxTokens);
   for (let i = 0; i < maxTokens; i++) {
-    const w = Math.floor(next() * n);
-    if (stop !== null && i >= minTokens && stop.has(OUTPUT_VOCAB.text[w]!.slice(1))) {
-      return { words: words.subarray(0, i), finishReason: 'stop' };
+    if (i === eosIndex) {
+      words[i] = EOS_WORD;
+      return { words: words.subarray(0, i + 1), finishReason: 'stop', stopReason: null };
+    }
+    const w = Math.floor(next() * EOS_WORD);
+    const text = OUTPUT_VOCAB.text[w]!.slice(1);
+    if (stop !== null && i >= minTokens && stop.has(text)) {
+      return { words: words.subarray(0, i), finishReason: 'stop', stopReason: text };
     }
     words[i] = w;
   }
-  return { words, finishReason: naturalStop ? 'stop' : 'length' };
+  return { words, finishReason: naturalStop ? 'stop' : 'length', stopReason: null };
 }
 
 export function outputText(words: Uint16Array): string {
