@@ -411,7 +411,11 @@ describe('SGLang bootstrap through two proxies (conformance 21)', () => {
   let simP: MotorProcess, simD: MotorProcess, proxyP: MotorProcess, proxyD: MotorProcess;
   beforeAll(() => void ({ simP, simD, proxyP, proxyD } = boot));
 
-  it('both legs get the same room, the prefill host and its bootstrap port', async () => {
+  it('both legs get the same room, the prefill host and the bootstrap port its engine reports', async () => {
+    // The proxy learns it from the engine's /server_info (never the HTTP port).
+    const reported = (await http(simP.url, 'GET', '/server_info')).json
+      .disaggregation_bootstrap_port as number;
+    expect(reported).not.toBe(Number(new URL(simP.url).port));
     const root = 'boot-1';
     const pair = 'pair-boot-1';
     const ids = { root, pair, prefillUrl: proxyP.url, decodeUrl: proxyD.url };
@@ -439,7 +443,7 @@ describe('SGLang bootstrap through two proxies (conformance 21)', () => {
       expect(req.body).toMatchObject({
         rid: `${root}#a1`,
         bootstrap_host: '127.0.0.1',
-        bootstrap_port: Number(new URL(simP.url).port),
+        bootstrap_port: reported,
       });
     }
     const info = await http(proxyP.url, 'GET', '/v1/motor/info');
@@ -447,7 +451,7 @@ describe('SGLang bootstrap through two proxies (conformance 21)', () => {
       engine: 'sglang',
       role: 'prefill',
       dispatch_capabilities: ['concurrent_engine_sync'],
-      bootstrap: { host: '127.0.0.1', port: Number(new URL(simP.url).port) },
+      bootstrap: { host: '127.0.0.1', port: reported },
     });
   });
 

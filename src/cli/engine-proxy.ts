@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { intArg } from './number-arg.js';
+import { bootstrapHostProblem } from '../engine-proxy/bootstrap-host.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from '../engine-proxy/options.js';
 import { PeerAllowList } from '../engine-proxy/peer-allow-list.js';
 // Direct module imports, not the protocol index: the CLI start-up need not load the zod schemas.
@@ -11,8 +12,16 @@ import { ENGINE_KINDS, explainEngineProfile, type EngineKind } from '../protocol
 /** The flags: the proxy's options where they map 1:1, plus what is resolved at start-up. */
 interface CliOptions extends Omit<
   EngineProxyOptions,
-  'engine' | 'dispatchCapabilities' | 'dispatchProfile' | 'bootstrapHost' | 'bootstrapPort'
+  | 'engine'
+  | 'dispatchCapabilities'
+  | 'dispatchProfile'
+  | 'bootstrapHost'
+  | 'bootstrapPort'
+  | 'engineApiKey'
+  | 'engineAdminApiKey'
 > {
+  engineApiKey?: string;
+  engineAdminApiKey?: string;
   engineConfig?: string;
   engine?: EngineKind;
   dispatchProfile?: string;
@@ -63,12 +72,27 @@ export function registerEngineProxy(program: Command): void {
     .option('--port <port>', 'listen port (0 = any free port)', intArg('--port'), d.port)
     .option(
       '--bootstrap-host <host>',
-      'SGLang prefill: bootstrap host given to both legs (default: engine host)',
+      'SGLang prefill: bootstrap host given to both legs (default: the engine URL host; required when that is ' +
+        'loopback and the proxy listens beyond loopback or --peer-allow names a remote peer)',
     )
     .option(
       '--bootstrap-port <port>',
-      'SGLang prefill: bootstrap port given to both legs (default: engine port, as motor sim serves it; real SGLang: 8998)',
+      "SGLang prefill: bootstrap port given to both legs; the engine's own report (GET /server_info, " +
+        'disaggregation_bootstrap_port) wins, with a warning when they differ (default: 8998, never the HTTP port). ' +
+        'The proxy waits for the engine to answer before it serves',
       intArg('--bootstrap-port', 1),
+    )
+    .addOption(
+      new Option(
+        '--engine-api-key <key>',
+        'Bearer key sent on every engine call (vLLM / SGLang --api-key); never logged',
+      ).env('MOTOR_ENGINE_API_KEY'),
+    )
+    .addOption(
+      new Option(
+        '--engine-admin-api-key <key>',
+        'SGLang --admin-api-key, sent on /abort_request (default: --engine-api-key); never logged',
+      ).env('MOTOR_ENGINE_ADMIN_API_KEY'),
     )
     .option(
       '--peer-allow <url>',
@@ -182,7 +206,14 @@ export function registerEngineProxy(program: Command): void {
         import('../engine-proxy/server.js'),
       ]);
       const logger = createLogger('engine-proxy');
-      const server = await startEngineProxy(opts, logger);
+      let server;
+      try {
+        server = await startEngineProxy(opts, logger);
+      } catch (err) {
+        console.error(`motor engine-proxy: ${(err as Error).message}`);
+        process.exitCode = 2;
+        return;
+      }
       if (cli.register === undefined) {
         onShutdown(() => server.close());
         return;
@@ -196,7 +227,7 @@ export function registerEngineProxy(program: Command): void {
           advertiseUrl: cli.advertiseUrl ?? server.url,
           models: cli.model,
           heartbeatMs: cli.heartbeatMs,
-          bootstrapPort: opts.bootstrapPort,
+          bootstrapPort: server.bootstrap?.port ?? opts.bootstrapPort,
         },
         opts,
         logger,
@@ -272,7 +303,7 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
       'KV connector or set dispatch_profile (trigger, handoff, bootstrap); see `motor classify`.'
     );
   }
-  return {
+  const resolved: EngineProxyOptions = {
     engineUrl: cli.engineUrl.replace(/\/+$/, ''),
     role: cli.role,
     engine: explanation.engine,
@@ -294,5 +325,14 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
     engineTimeoutMs: cli.engineTimeoutMs,
     engineConnections: cli.engineConnections,
     maxBodyBytes: cli.maxBodyBytes,
+    // Flags win over the environment (which keeps the keys out of `ps`).
+    engineApiKey: nonEmpty(cli.engineApiKey ?? process.env.MOTOR_ENGINE_API_KEY),
+    engineAdminApiKey: nonEmpty(cli.engineAdminApiKey ?? process.env.MOTOR_ENGINE_ADMIN_API_KEY),
   };
+  return bootstrapHostProblem(resolved) ?? resolved;
+}
+
+/** An empty key (e.g. `MOTOR_ENGINE_API_KEY=`) is no key. */
+function nonEmpty(value: string | undefined): string | null {
+  return value !== undefined && value.length > 0 ? value : null;
 }

@@ -101,6 +101,16 @@ export function errorForEngineStatus(instanceId: string, leg: string, reply: Eng
       stoppedByPeer: true,
     });
   }
+  if (status === 401 || status === 403) {
+    // Motor's engine credentials were refused, not the client's: never relayed as the client's 401.
+    // Retryable on another instance and counted against this one (its breaker opens on repeats).
+    return new MotorError(
+      'engine_error',
+      `${leg} engine ${instanceId} answered ${status}: the engine API key is missing or wrong ` +
+        "(instance apiKey / apiKeyEnv, or the engine proxy's --engine-api-key)",
+      { instanceId },
+    );
+  }
   if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
     return new MotorError('engine_rejected', detail, { status, reply, instanceId });
   }

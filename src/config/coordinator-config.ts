@@ -10,6 +10,8 @@ import {
   type DispatchProfile,
   type EngineKind,
 } from '../protocol/index.js';
+import * as engineKeys from './engine-credentials.js';
+import { mergeDeep } from './merge-deep.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 
 /**
@@ -77,6 +79,7 @@ export const instanceConfigSchema = z
         "direct SGLang prefill: bootstrap port given to both legs when the engine's `/server_info` reports " +
           "none (default SGLang's own 8998, never the HTTP port)",
       ),
+    ...engineKeys.engineCredentialFields,
   })
   .describe('one engine instance');
 
@@ -299,9 +302,10 @@ export const coordinatorConfigSchema = z.strictObject({
 
 export type CoordinatorConfigInput = z.input<typeof coordinatorConfigSchema>;
 export type InstanceConfig = z.output<typeof instanceConfigSchema>;
+type NotResolved = 'id' | 'dispatchCapabilities' | 'engine' | engineKeys.EngineKeyField;
 
-/** An instance after validation: capabilities and profile resolved. */
-export interface ResolvedInstance extends Omit<InstanceConfig, 'id' | 'dispatchCapabilities' | 'engine'> {
+/** An instance after validation: capabilities and profile resolved; its keys are in `engineCredentials`. */
+export interface ResolvedInstance extends Omit<InstanceConfig, NotResolved> {
   id: string;
   /** The configured engine, else `vllm` until discovery says otherwise. */
   engine: EngineKind;
@@ -319,6 +323,8 @@ export interface CoordinatorConfig extends Omit<
 > {
   instances: ResolvedInstance[];
   scheduling: CoordinatorSchedulingConfig;
+  /** Direct-mode engine keys by instance id (apart from the instances, so they are never shown). */
+  engineCredentials: ReadonlyMap<string, engineKeys.EngineCredentials>;
 }
 
 export class ConfigError extends Error {
@@ -341,16 +347,18 @@ function shortMessage(issue: z.core.$ZodIssue): string {
   return issue.message.replace(/^Invalid (input|option): /, '');
 }
 
-/** Validates a raw config object (already merged from its sources) and resolves each instance. */
-export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
+/** Validates a raw config object (merged from its sources) and resolves each instance; `env` for `*Env` keys. */
+export function validateCoordinatorConfig(raw: unknown, env = process.env): CoordinatorConfig {
   const parsed = coordinatorConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${shortMessage(i)}`));
   }
   const issues: string[] = [];
   const seen = new Set<string>();
-  const instances = parsed.data.instances.map((inst, index): ResolvedInstance => {
-    const id = inst.id ?? `${inst.role}-${index}`;
+  const keys = { env, engineCredentials: new Map<string, engineKeys.EngineCredentials>(), issues };
+  const instances = parsed.data.instances.map((entry, index): ResolvedInstance => {
+    const id = entry.id ?? `${entry.role}-${index}`;
+    const inst = engineKeys.takeEngineCredentials(entry, id, `instances[${index}]`, keys);
     const engine: EngineKind = inst.engine ?? 'vllm';
     if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
     seen.add(id);
@@ -386,7 +394,12 @@ export function validateCoordinatorConfig(raw: unknown): CoordinatorConfig {
   });
   if ('issues' in scheduling) issues.push(...scheduling.issues);
   if (issues.length > 0 || 'issues' in scheduling) throw new ConfigError(issues);
-  return { ...parsed.data, instances, scheduling: scheduling.config };
+  return {
+    ...parsed.data,
+    instances,
+    scheduling: scheduling.config,
+    engineCredentials: keys.engineCredentials,
+  };
 }
 
 const commaList = (v: string): string[] =>
@@ -436,6 +449,8 @@ export function configFromFlags(flags: ConfigFlags): Record<string, unknown> {
   return out;
 }
 
+export { mergeDeep };
+
 /** Reads, merges and validates: defaults < file < env < flags. */
 export async function loadCoordinatorConfig(
   flags: ConfigFlags,
@@ -461,19 +476,8 @@ export async function loadCoordinatorConfig(
   }
   return validateCoordinatorConfig(
     mergeDeep(mergeDeep(fromFile, configFromEnv(env)), configFromFlags(flags)),
+    env,
   );
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Merges plain objects recursively; arrays and scalars from `over` replace. */
-export function mergeDeep(base: unknown, over: unknown): unknown {
-  if (!isRecord(base) || !isRecord(over)) return over === undefined ? base : over;
-  const out: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(over)) out[k] = mergeDeep(base[k], v);
-  return out;
 }
 
 /** Sets `a.b[2].c` in a plain object tree, creating objects/arrays on the way. */

@@ -78,6 +78,8 @@ export async function startControlPlane(
       staticInstances: config.instances,
       get: getter.get,
       timeoutMs: h.timeoutMs,
+      // SGLang guards /server_info too (fixtures README fact 22): discovery presents the engine key.
+      apiKeyFor: (id) => config.engineCredentials.get(id)?.apiKey ?? undefined,
       log,
     });
     source = new RegistryInstanceSource({

@@ -38,7 +38,11 @@ export async function startCoordinator(
   log: Logger,
   overrides: CoordinatorOverrides = {},
 ): Promise<RunningCoordinator> {
-  const upstreams = new Upstreams({ ...config.upstream, connectMs: config.timeouts.connectMs });
+  const upstreams = new Upstreams({
+    ...config.upstream,
+    connectMs: config.timeouts.connectMs,
+    credentials: config.engineCredentials,
+  });
   const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
   const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
   const scheduling =

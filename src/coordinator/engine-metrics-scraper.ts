@@ -3,37 +3,51 @@ import type { EngineMetricsSnapshot, EngineMetricsStore } from '../scheduling/in
 import type { Instance, InstanceSource } from './instance-source.js';
 import type { Upstreams } from './upstream.js';
 
+type LoadSignal = 'running' | 'waiting' | 'kv' | 'kvLegacy';
+
 /**
- * Reads the vLLM series the scheduler uses from a Prometheus text exposition. Series with several
- * label sets (one per model) are summed (queues) or maxed (KV usage). `vllm:gpu_cache_usage_perc`
- * (older vLLM) stands in for `vllm:kv_cache_usage_perc`. Null when no series is present.
+ * Engine series → Motor's load signals. Queues are summed over label sets (one per model / DP rank),
+ * KV usage is maxed. vLLM: vllm-project/vllm vllm/v1/metrics/loggers.py `PrometheusStatLogger`
+ * (2026 index versions; `gpu_cache_usage_perc` is the older alias). SGLang: sgl-project/sglang
+ * python/sglang/srt/metrics/collector.py `SchedulerMetricsCollector` (2026 index versions;
+ * `token_usage` is a 0..1 ratio like vLLM's). test/fixtures/engines/README.md fact 20.
+ */
+export const ENGINE_LOAD_SERIES: Readonly<Record<string, LoadSignal>> = {
+  'vllm:num_requests_running': 'running',
+  'vllm:num_requests_waiting': 'waiting',
+  'vllm:kv_cache_usage_perc': 'kv',
+  'vllm:gpu_cache_usage_perc': 'kvLegacy',
+  'sglang:num_running_reqs': 'running',
+  'sglang:num_queue_reqs': 'waiting',
+  'sglang:token_usage': 'kv',
+};
+
+/**
+ * Reads the load series the scheduler uses ({@link ENGINE_LOAD_SERIES}) from a Prometheus text
+ * exposition. Null when no such series is present.
  */
 export function parseEngineMetrics(text: string, scrapedAtMs: number): EngineMetricsSnapshot | null {
-  let running = 0;
-  let waiting = 0;
-  let kv = -1;
-  let kvLegacy = -1;
+  const sum = { running: 0, waiting: 0, kv: -1, kvLegacy: -1 };
   let seen = false;
   for (const line of text.split('\n')) {
-    if (!line.startsWith('vllm:')) continue;
+    if (!line.startsWith('vllm:') && !line.startsWith('sglang:')) continue;
     const brace = line.indexOf('{');
     const space = line.lastIndexOf(' ');
     if (space < 0) continue;
     const name = line.slice(0, brace >= 0 && brace < space ? brace : line.indexOf(' '));
+    const signal = ENGINE_LOAD_SERIES[name];
+    if (signal === undefined) continue;
     const value = Number(line.slice(space + 1));
     if (!Number.isFinite(value)) continue;
-    if (name === 'vllm:num_requests_running') running += value;
-    else if (name === 'vllm:num_requests_waiting') waiting += value;
-    else if (name === 'vllm:kv_cache_usage_perc') kv = Math.max(kv, value);
-    else if (name === 'vllm:gpu_cache_usage_perc') kvLegacy = Math.max(kvLegacy, value);
-    else continue;
+    if (signal === 'running' || signal === 'waiting') sum[signal] += value;
+    else sum[signal] = Math.max(sum[signal], value);
     seen = true;
   }
   if (!seen) return null;
-  const usage = kv >= 0 ? kv : kvLegacy >= 0 ? kvLegacy : 0;
+  const usage = sum.kv >= 0 ? sum.kv : sum.kvLegacy >= 0 ? sum.kvLegacy : 0;
   return {
-    num_requests_running: running,
-    num_requests_waiting: waiting,
+    num_requests_running: sum.running,
+    num_requests_waiting: sum.waiting,
     kv_cache_usage_perc: Math.min(1, Math.max(0, usage)),
     scraped_at_ms: scrapedAtMs,
   };
@@ -52,7 +66,7 @@ export interface EngineMetricsScraperOptions {
 /**
  * Scrapes the engine metrics of every known instance each `intervalMs` (one scrape per instance at a
  * time) into the scheduler's {@link EngineMetricsStore}: `GET /metrics` of a direct engine, or the
- * engine proxy's `GET /v1/motor/engine-metrics` (its own `/metrics` has no `vllm:` series). A failed
+ * engine proxy's `GET /v1/motor/engine-metrics` (its own `/metrics` has no engine series). A failed
  * scrape leaves the old snapshot to go stale (the store ignores it after `staleAfterMs` and counts
  * the fallback).
  */
@@ -98,7 +112,7 @@ export class EngineMetricsScraper {
       const snapshot = parseEngineMetrics(text, now());
       if (!snapshot) {
         this.counts.empty += 1;
-        this.warnOnce(instance, 'no vllm:* series in the engine metrics');
+        this.warnOnce(instance, 'no vllm:* or sglang:* load series in the engine metrics');
         return;
       }
       this.counts.ok += 1;

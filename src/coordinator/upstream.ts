@@ -1,11 +1,14 @@
 import { EventEmitter } from 'node:events';
 import { Pool, type Dispatcher } from 'undici';
+import type { EngineCredentials } from '../config/engine-credentials.js';
 import type { Instance } from './instance-source.js';
 
 export interface UpstreamOptions {
   connectionsPerInstance: number;
   keepAliveMs: number;
   connectMs: number;
+  /** Direct-mode engine keys by instance id (config `apiKey` / `adminApiKey`). */
+  credentials?: ReadonlyMap<string, EngineCredentials>;
 }
 
 export interface UpstreamRequest {
@@ -14,6 +17,8 @@ export interface UpstreamRequest {
   body?: string;
   headers?: Record<string, string>;
   signal?: AbortSignal | UpstreamAbort;
+  /** An admin-optional engine route (SGLang `/abort_request`): the instance's admin key, else its api key. */
+  admin?: boolean;
 }
 
 /**
@@ -67,12 +72,21 @@ export class Upstreams {
     return pool;
   }
 
-  request(instance: Pick<Instance, 'url'>, req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+  request(instance: Pick<Instance, 'id' | 'url'>, req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
     const { origin, base } = this.target(instance.url);
+    let headers =
+      req.body !== undefined ? { 'content-type': 'application/json', ...req.headers } : req.headers;
+    const keys = this.opts.credentials?.get(instance.id);
+    if (keys) {
+      // One key on every call satisfies both engines: vLLM guards /v1*, SGLang all but /health*,
+      // /ready*, /metrics* (fixtures README facts 21-22; engine-proxy/engine-credentials.ts).
+      const key = req.admin ? (keys.adminApiKey ?? keys.apiKey) : keys.apiKey;
+      if (key !== null) headers = { ...headers, authorization: `Bearer ${key}` };
+    }
     return this.poolFor(origin).request({
       method: req.method ?? 'POST',
       path: base + req.path,
-      headers: req.body !== undefined ? { 'content-type': 'application/json', ...req.headers } : req.headers,
+      headers,
       body: req.body,
       signal: req.signal,
     });
@@ -80,15 +94,21 @@ export class Upstreams {
 
   /** A small JSON call with its own timeout (stops, aborts); never throws. */
   async postJson(
-    instance: Pick<Instance, 'url'>,
+    instance: Pick<Instance, 'id' | 'url'>,
     path: string,
     body: string,
     timeoutMs: number,
-    headers: Record<string, string> = {},
+    opts: { headers?: Record<string, string>; admin?: boolean } = {},
   ): Promise<{ status: number; text: string } | { error: string }> {
     const signal = AbortSignal.timeout(Math.max(1, timeoutMs));
     try {
-      const res = await this.request(instance, { path, body, headers, signal });
+      const res = await this.request(instance, {
+        path,
+        body,
+        headers: opts.headers ?? {},
+        signal,
+        admin: opts.admin ?? false,
+      });
       return { status: res.statusCode, text: await res.body.text() };
     } catch (err) {
       return { error: (err as Error).message };

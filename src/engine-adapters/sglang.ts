@@ -13,7 +13,11 @@ import type {
 /** Client keys that steer SGLang's disaggregation (and vLLM's field too); only an envelope may set them. */
 const SGLANG_RESERVED_FIELDS = KV_STEERING_FIELDS;
 
-/** SGLang's own default `--disaggregation-bootstrap-port`. */
+/**
+ * SGLang's own default `--disaggregation-bootstrap-port` (sgl-project/sglang
+ * python/sglang/srt/server_args.py `ServerArgs.disaggregation_bootstrap_port`, 2026 index versions;
+ * fixtures README fact 16). The engine proxy learns the real one from `/server_info`.
+ */
 export const SGLANG_DEFAULT_BOOTSTRAP_PORT = 8998;
 
 /**

@@ -77,6 +77,17 @@ function fakeBody(chunks: Buffer[], end: BodyEnd, signal: AbortSignal | undefine
   };
 }
 
+/**
+ * A script that answers SGLang's `GET /server_info` like a prefill with `port` as its
+ * `disaggregation_bootstrap_port` (fixture sglang/server/server-info.json) and leaves the rest to `script`.
+ */
+export function withSglangServerInfo(script: EngineScript, port = 8998): EngineScript {
+  return (req) =>
+    req.path === '/server_info'
+      ? engineReply(200, { disaggregation_mode: 'prefill', disaggregation_bootstrap_port: port })
+      : script(req);
+}
+
 /** Records every request and answers from its script; `received(n)` resolves once n arrived. */
 export class FakeEngineClient implements EngineTransport {
   readonly requests: UpstreamRequest[] = [];

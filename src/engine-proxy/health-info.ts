@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { sendJson } from '../common/http.js';
 import { MOTOR_DISPATCH_SCHEMA_VERSION } from '../protocol/index.js';
 import { rolesAccepted } from './envelope.js';
+import { isSglangPrefill } from './options.js';
 import type { ProxyContext } from './proxy-context.js';
 
 const HEALTH_TIMEOUT_MS = 2_000;
@@ -17,7 +18,7 @@ export function proxyInfo(ctx: ProxyContext): Record<string, unknown> {
     dispatch_profile: opts.dispatchProfile,
     dispatch_capabilities: opts.dispatchCapabilities,
     accepts_roles: rolesAccepted(opts.role, opts.engine),
-    bootstrap: opts.engine === 'sglang' && opts.role === 'prefill' ? ctx.selfBootstrap : null,
+    bootstrap: isSglangPrefill(opts) ? ctx.selfBootstrap : null,
   };
 }
 

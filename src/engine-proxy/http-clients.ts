@@ -50,6 +50,8 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
   /** Overrides the client's default headers/body timeout (ms). */
   timeoutMs?: number;
+  /** An admin-optional engine route (SGLang `/abort_request`): sent with the engine admin key. */
+  admin?: boolean;
 }
 
 /** The body of an engine answer: streamed chunk by chunk or read whole (undici's body satisfies it). */

@@ -35,7 +35,8 @@ export interface InProcessProxy {
 
 /**
  * An engine proxy on a loopback port whose engine and peers are in-process fakes: the proxy's real
- * HTTP handling, with every engine and peer answer scripted by the test.
+ * HTTP handling, with every engine and peer answer scripted by the test. An SGLang prefill's script
+ * must answer `/server_info` (`withSglangServerInfo`): the proxy waits for it before it serves.
  */
 export async function startInProcessProxy(
   opts: Partial<EngineProxyOptions>,
@@ -60,6 +61,8 @@ export async function startInProcessProxy(
     createLogger('engine-proxy-test', 'silent'),
     { engine, peers },
   );
+  // What the proxy asked at start-up (SGLang /server_info) is not what the tests look at.
+  engine.requests.length = 0;
   const call: InProcessProxy['call'] = (method, path, body, callOpts = {}) =>
     http(server.url, method, path, body, callOpts.headers, callOpts.signal);
   return {

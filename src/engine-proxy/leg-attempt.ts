@@ -194,6 +194,8 @@ export class LegAttempt {
         path: plan.request.path,
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(plan.request.body),
+        // SGLang's /abort_request is ADMIN_OPTIONAL (engine-credentials.ts).
+        admin: true,
         timeoutMs: ctx.opts.peerTimeoutMs,
         signal: AbortSignal.timeout(ctx.opts.peerTimeoutMs),
       });

@@ -12,9 +12,17 @@ export interface EngineProxyOptions {
   dispatchProfile: string;
   host: string;
   port: number;
-  /** SGLang prefill: bootstrap address handed to both legs (default: engine host and port). */
+  /** SGLang prefill: bootstrap host handed to both legs (default: the engine URL's host). */
   bootstrapHost: string | null;
+  /**
+   * SGLang prefill: the configured bootstrap port. The engine's own report (`GET /server_info`) wins;
+   * without either, SGLang's default 8998 (never the engine's HTTP port).
+   */
   bootstrapPort: number | null;
+  /** Bearer key sent on every engine call (`--engine-api-key`); never logged nor shown. */
+  engineApiKey?: string | null;
+  /** Key for SGLang's admin-optional `/abort_request` (`--engine-admin-api-key`); else `engineApiKey`. */
+  engineAdminApiKey?: string | null;
   /** Peer base URLs this proxy may call (`http://host:port` or `http://host:*`). */
   peerAllow: string[];
   stopTtlMs: number;
@@ -28,6 +36,11 @@ export interface EngineProxyOptions {
   engineTimeoutMs: number;
   engineConnections: number;
   maxBodyBytes: number;
+}
+
+/** The one proxy role that serves a bootstrap address (an SGLang prefill). */
+export function isSglangPrefill(opts: Pick<EngineProxyOptions, 'engine' | 'role'>): boolean {
+  return opts.engine === 'sglang' && opts.role === 'prefill';
 }
 
 export const ENGINE_PROXY_DEFAULTS = Object.freeze({

@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { bootstrapRoomFor } from '../protocol/index.js';
-import { engineReply, hangUntilAborted, unreachable, type EngineScript } from './fake-clients.js';
+import {
+  engineReply,
+  hangUntilAborted,
+  unreachable,
+  withSglangServerInfo,
+  type EngineScript,
+} from './fake-clients.js';
 import { DECODE_PEER, PREFILL_PEER, startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
 import { envelope } from './testing.js';
 
@@ -188,7 +194,6 @@ describe('bootstrap prefill leg (SGLang)', () => {
   const sglang = {
     engine: 'sglang' as const,
     dispatchCapabilities: ['concurrent_engine_sync'],
-    bootstrapPort: 8998,
   };
   const body = (root: string) => ({
     model: 'm',
@@ -201,7 +206,10 @@ describe('bootstrap prefill leg (SGLang)', () => {
   });
 
   it('sends its own bootstrap address and room, answers a bootstrap PrefillResult without expiry', async () => {
-    proxy = await startInProcessProxy(sglang, () => engineReply(200, { usage: USAGE }));
+    proxy = await startInProcessProxy(
+      sglang,
+      withSglangServerInfo(() => engineReply(200, { usage: USAGE })),
+    );
     const res = await proxy.call('POST', '/v1/chat/completions', body('b1'));
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({
@@ -219,8 +227,11 @@ describe('bootstrap prefill leg (SGLang)', () => {
   });
 
   it('a stop also calls the engine abort endpoint', async () => {
-    proxy = await startInProcessProxy(sglang, (req) =>
-      req.path === '/abort_request' ? engineReply(200, {}) : hangUntilAborted(req),
+    proxy = await startInProcessProxy(
+      sglang,
+      withSglangServerInfo((req) =>
+        req.path === '/abort_request' ? engineReply(200, {}) : hangUntilAborted(req),
+      ),
     );
     const pending = proxy.call('POST', '/v1/chat/completions', body('b2'));
     await proxy.engine.received(1);

@@ -5,6 +5,7 @@ import { TakeOnceStore } from '../common/take-once-store.js';
 import { engineAdapterFor, type BootstrapAddress, type EngineAdapter } from '../engine-adapters/index.js';
 import { bootstrapAddressFromUrl, type MotorDispatch } from '../protocol/index.js';
 import { AttemptTracker, type AttemptHandle } from './attempt-tracker.js';
+import { withEngineCredentials } from './engine-credentials.js';
 import { EngineClient, PeerClient, type EngineTransport, type PeerTransport } from './http-clients.js';
 import { ProxyMetrics } from './metrics.js';
 import type { EngineProxyOptions } from './options.js';
@@ -26,6 +27,8 @@ export interface ProxyDeps {
   engine?: EngineTransport;
   peers?: PeerTransport;
   clock?: Clock;
+  /** Aborts start-up while it waits for the engine (SGLang bootstrap port). */
+  signal?: AbortSignal;
 }
 
 /** Everything the routes and legs share; built once per proxy. */
@@ -44,16 +47,35 @@ export interface ProxyContext {
   readonly metrics: ProxyMetrics;
   readonly engine: EngineTransport;
   readonly peers: PeerTransport;
-  /** Where this engine listens for bootstrap connections (an SGLang prefill hands it to both legs). */
+  /**
+   * Where this engine listens for bootstrap connections (an SGLang prefill hands it to both legs):
+   * `--bootstrap-host` or the engine URL's host, and the port learned at start-up.
+   */
   readonly selfBootstrap: BootstrapAddress;
   readonly bootstrapDiscovery: PeerBootstrapDiscovery;
   readonly peerStopper: PeerStopper;
 }
 
+/**
+ * The proxy's way to its engine: the test's fake or a pool, always behind the engine credentials
+ * (so fakes see the same `Authorization` a real engine would).
+ */
+export function createEngineTransport(opts: EngineProxyOptions, engine?: EngineTransport): EngineTransport {
+  return withEngineCredentials(
+    engine ?? new EngineClient(opts.engineUrl, opts.engineConnections, opts.engineTimeoutMs),
+    { apiKey: opts.engineApiKey ?? null, adminApiKey: opts.engineAdminApiKey ?? null },
+  );
+}
+
+/**
+ * `deps.engine`, when given, is used as is (see {@link createEngineTransport}); `bootstrapPort` is the
+ * SGLang prefill's learned port (else `--bootstrap-port`, else the engine URL's port: unused then).
+ */
 export function createProxyContext(
   opts: EngineProxyOptions,
   log: Logger,
   deps: ProxyDeps = {},
+  bootstrapPort: number | null = null,
 ): ProxyContext {
   const clock = deps.clock ?? systemClock;
   const allow = new PeerAllowList(opts.peerAllow);
@@ -96,12 +118,11 @@ export function createProxyContext(
       clock,
     }),
     metrics,
-    engine: deps.engine ?? new EngineClient(opts.engineUrl, opts.engineConnections, opts.engineTimeoutMs),
+    engine: deps.engine ?? createEngineTransport(opts),
     peers,
-    // `--bootstrap-host/--bootstrap-port`, defaulting to the engine URL's host and port.
     selfBootstrap: bootstrapAddressFromUrl(opts.engineUrl, {
       host: opts.bootstrapHost,
-      port: opts.bootstrapPort,
+      port: bootstrapPort ?? opts.bootstrapPort,
     }),
     bootstrapDiscovery: new PeerBootstrapDiscovery({ allow, metrics, peers, clock }),
     peerStopper: new PeerStopper({ allow, metrics, peers, log, clock }),

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineReply, unreachable, type EngineScript } from './fake-clients.js';
+import { engineReply, unreachable, withSglangServerInfo, type EngineScript } from './fake-clients.js';
 import { startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
 
 let proxy: InProcessProxy;
@@ -130,8 +130,8 @@ describe('pass-through', () => {
 describe('health and info', () => {
   it('/v1/motor/info reports the role, capabilities and (SGLang prefill) the bootstrap address', async () => {
     proxy = await startInProcessProxy(
-      { engine: 'sglang', dispatchCapabilities: ['concurrent_engine_sync'], bootstrapPort: 8998 },
-      unreachable,
+      { engine: 'sglang', dispatchCapabilities: ['concurrent_engine_sync'] },
+      withSglangServerInfo(unreachable, 8998),
     );
     expect((await proxy.call('GET', '/v1/motor/info')).json).toEqual({
       object: 'motor.engine_proxy_info',

@@ -2,24 +2,52 @@ import { createServer, type Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
 import { httpFrame } from '../common/http-frame.js';
 import { logListening, type Logger } from '../common/logger.js';
-import type { EngineProxyOptions } from './options.js';
+import type { BootstrapAddress } from '../engine-adapters/index.js';
+import { isSglangPrefill, type EngineProxyOptions } from './options.js';
 import { passThroughRoute } from './pass-through.js';
-import { createProxyContext, type ProxyContext, type ProxyDeps } from './proxy-context.js';
+import {
+  createEngineTransport,
+  createProxyContext,
+  type ProxyContext,
+  type ProxyDeps,
+} from './proxy-context.js';
 import { PROXY_FRAME_ERRORS } from './proxy-error.js';
 import { proxyRoutes } from './routes.js';
+import { learnSglangBootstrapPort } from './sglang-bootstrap-port.js';
 
 export interface EngineProxyServer {
   url: string;
+  /** SGLang prefill: the bootstrap address handed to both legs (else null). */
+  bootstrap: BootstrapAddress | null;
   close(): Promise<void>;
 }
 
-/** Starts the engine proxy and logs one `listening` line once bound. `deps` swaps clients in tests. */
+/**
+ * Starts the engine proxy and logs one `listening` line once bound. `deps` swaps clients in tests.
+ * Beside an SGLang prefill it first learns the engine's bootstrap port, waiting for the engine
+ * (sglang-bootstrap-port.ts): nothing is served with a guessed port.
+ */
 export async function startEngineProxy(
   opts: EngineProxyOptions,
   logger: Logger,
   deps: ProxyDeps = {},
 ): Promise<EngineProxyServer> {
-  const ctx = createProxyContext(opts, logger, deps);
+  const engine = createEngineTransport(opts, deps.engine);
+  const sglangPrefill = isSglangPrefill(opts);
+  let bootstrapPort: number | null = null;
+  if (sglangPrefill) {
+    try {
+      bootstrapPort = await learnSglangBootstrapPort(engine, logger, {
+        configured: opts.bootstrapPort,
+        timeoutMs: opts.peerTimeoutMs,
+        ...(deps.signal ? { signal: deps.signal } : {}),
+      });
+    } catch (err) {
+      await engine.close();
+      throw err;
+    }
+  }
+  const ctx = createProxyContext(opts, logger, { ...deps, engine }, bootstrapPort);
   const server = proxyServer(ctx);
   const stopSweeping = sweepEvery(ctx);
   const url = await listen(server, opts.port, opts.host);
@@ -29,9 +57,11 @@ export async function startEngineProxy(
     engine: opts.engine,
     engine_url: opts.engineUrl,
     dispatch_capabilities: opts.dispatchCapabilities,
+    ...(sglangPrefill ? { bootstrap: ctx.selfBootstrap } : {}),
   });
   return {
     url,
+    bootstrap: sglangPrefill ? ctx.selfBootstrap : null,
     close: async () => {
       stopSweeping();
       await ctx.tracker.abortAll('shutdown');

@@ -1,7 +1,7 @@
 import type { Clock } from '../common/clock.js';
 import { systemClock } from '../common/clock.js';
 
-/** One scrape of an engine's `/metrics` (vLLM names). */
+/** One scrape of an engine's `/metrics`, in vLLM's names (SGLang's series map onto them: ENGINE_LOAD_SERIES). */
 export interface EngineMetricsSnapshot {
   readonly num_requests_running: number;
   readonly num_requests_waiting: number;

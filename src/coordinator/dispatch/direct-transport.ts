@@ -83,7 +83,9 @@ export class DirectTransport implements LegTransport {
     const plan = engineAdapterFor(instance.engine).abortPlan(order.ids.engineRequestId);
     if (plan.request) {
       const { upstreams, stopMs } = this.deps;
-      void upstreams.postJson(instance, plan.request.path, JSON.stringify(plan.request.body), stopMs);
+      // SGLang's /abort_request is ADMIN_OPTIONAL: the instance's admin key (config/engine-credentials.ts).
+      const body = JSON.stringify(plan.request.body);
+      void upstreams.postJson(instance, plan.request.path, body, stopMs, { admin: true });
     }
   }
 

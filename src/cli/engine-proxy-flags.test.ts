@@ -1,0 +1,50 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { engineConfigFile } from '../engine-proxy/testing.js';
+import { ENGINE_PROXY_DEFAULTS } from '../engine-proxy/options.js';
+import { resolveOptions } from './engine-proxy.js';
+
+type Cli = Parameters<typeof resolveOptions>[0];
+const sglang = engineConfigFile('sglang-flags', { engine_type: 'sglang' });
+const cli = (over: Partial<Cli>): Cli => ({
+  ...ENGINE_PROXY_DEFAULTS,
+  engineUrl: 'http://127.0.0.1:30000',
+  role: 'prefill',
+  engineConfig: sglang,
+  peerAllow: [],
+  model: [],
+  heartbeatMs: 2000,
+  drainTimeoutMs: 1000,
+  ...over,
+});
+
+describe('motor engine-proxy flags (credentials, bootstrap host)', () => {
+  afterEach(() => {
+    delete process.env.MOTOR_ENGINE_API_KEY;
+    delete process.env.MOTOR_ENGINE_ADMIN_API_KEY;
+  });
+
+  it('passes --engine-api-key / --engine-admin-api-key through; an empty key is none', async () => {
+    const opts = await resolveOptions(cli({ engineApiKey: 'k', engineAdminApiKey: '' }));
+    expect(opts).toMatchObject({ engineApiKey: 'k', engineAdminApiKey: null });
+  });
+
+  it('reads MOTOR_ENGINE_API_KEY / MOTOR_ENGINE_ADMIN_API_KEY; a flag wins', async () => {
+    process.env.MOTOR_ENGINE_API_KEY = 'from-env';
+    process.env.MOTOR_ENGINE_ADMIN_API_KEY = 'admin-env';
+    expect(await resolveOptions(cli({}))).toMatchObject({
+      engineApiKey: 'from-env',
+      engineAdminApiKey: 'admin-env',
+    });
+    expect(await resolveOptions(cli({ engineApiKey: 'flag' }))).toMatchObject({ engineApiKey: 'flag' });
+  });
+
+  it('refuses a loopback bootstrap host when the proxy listens beyond loopback, naming --bootstrap-host', async () => {
+    const problem = await resolveOptions(cli({ host: '0.0.0.0' }));
+    expect(problem).toEqual(
+      expect.stringMatching(/^bootstrap host 127\.0\.0\.1 is loopback .*--bootstrap-host/),
+    );
+    expect(await resolveOptions(cli({ host: '0.0.0.0', bootstrapHost: '10.0.0.5' }))).toMatchObject({
+      bootstrapHost: '10.0.0.5',
+    });
+  });
+});
