@@ -215,8 +215,9 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
           metaserver:
             mode === 'direct' ? `${coord().url}/v1/metaserver` : `${triggerPrefillUrl()}/v1/metaserver`,
         });
+        // the connector's metaserver body reaches the prefill verbatim: vLLM's external id included
         expect(p[0]!.body.kv_transfer_params).toMatchObject({
-          request_id: `${root}#a1`,
+          request_id: `chatcmpl-${root}#a1`,
           do_remote_decode: true,
           remote_port: Number(new URL(D.url).port),
         });

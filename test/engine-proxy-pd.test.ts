@@ -118,7 +118,11 @@ describe('vLLM handoff through two proxies (conformance 17, 19)', () => {
       attempt_seq: 1,
       status: 'completed',
       handoff_mode: 'handoff',
-      payload: { do_remote_prefill: true, remote_request_id: `${root}#a1` },
+      // vLLM's internal id: the external `chatcmpl-<X-Request-Id>` plus its random 8-hex suffix
+      payload: {
+        do_remote_prefill: true,
+        remote_request_id: expect.stringMatching(new RegExp(`^chatcmpl-${root}#a1-[0-9a-f]{8}$`)),
+      },
       usage: { prompt_tokens: expect.any(Number) },
     });
     expect(p.json.expires_at_ms).toBeGreaterThan(Date.now());
@@ -313,12 +317,13 @@ describe('vLLM trigger with the metaserver (conformance 20, 30)', () => {
     });
     const [pReq, ...more] = await recorded(simP.url, `${root}#a1`);
     expect(more).toEqual([]);
+    // the connector's body (newest vllm-ascend: external id, per-group block sizes) reaches the prefill verbatim
     expect(pReq!.body.kv_transfer_params).toMatchObject({
-      request_id: `${root}#a1`,
+      request_id: `chatcmpl-${root}#a1`,
       do_remote_decode: true,
       do_remote_prefill: false,
       remote_block_ids: expect.any(Array),
-      remote_block_size: 16,
+      remote_block_size: [16],
       remote_engine_id: expect.any(String),
       remote_host: '127.0.0.1',
       remote_port: Number(new URL(simD.url).port),
