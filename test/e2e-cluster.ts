@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
+import type { SimEngine } from '../src/simulator/engine-profiles.js';
 import { http, idleLedger, type LedgerSnapshot } from '../src/simulator/testing.js';
 
 /** Loopback clusters for the coordinator's end-to-end tests: `motor sim` processes, optional engine proxies, a coordinator. */
 
 export interface SimSpec {
   role: 'prefill' | 'decode' | 'union';
-  engine?: 'vllm' | 'sglang';
+  engine?: SimEngine;
   args?: string[];
 }
 

@@ -33,6 +33,8 @@ it('motor up starts a P/D cluster, serves the openai client, and stops every pro
     });
     expect(completion.choices[0]?.message.content).toBeTruthy();
     expect(completion.usage?.completion_tokens).toBe(4);
+    // the config names only {url, role} per proxy: models (like engine and capabilities) are discovered
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual(['motor-sim-7b']);
     expect(lines.join('\n')).toContain('curl -N');
     const dashboard = /Dashboard: (\S+)/.exec(lines.join('\n'))?.[1];
     expect(dashboard).toBe(`${baseUrl.replace(/\/v1$/, '')}/dashboard`);

@@ -85,6 +85,8 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
           '--time-scale',
           String(opts.timeScale),
           ...(connector ? ['--kv-connector', connector] : []),
+          // SGLang's bootstrap server has its own port (default 8998): several prefills need free ones
+          ...(engine === 'sglang' && role === 'prefill' ? ['--bootstrap-port', '0'] : []),
         );
         const sim = await started(`sim ${role}-${i}`, [...simArgs, ...opts.simArgs]);
         if (opts.direct) return { role, simUrl: sim.url, url: sim.url };
@@ -109,15 +111,21 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
       configFile,
       stringify({
         server: { host: opts.host, port: opts.port },
-        instances: instances.map((inst, i) => ({
-          id: `${inst.role}-${i}`,
-          url: inst.url,
-          role: inst.role,
-          mode: opts.direct ? 'direct' : 'proxy',
-          engine,
-          dispatchProfile: opts.profile,
-          models: [opts.model],
-        })),
+        // Through engine proxies `{url, role}` is enough: the coordinator discovers engine, profile,
+        // capabilities and models from each proxy. Stock engines must be described.
+        instances: instances.map((inst, i) =>
+          opts.direct
+            ? {
+                id: `${inst.role}-${i}`,
+                url: inst.url,
+                role: inst.role,
+                mode: 'direct',
+                engine,
+                dispatchProfile: opts.profile,
+                models: [opts.model],
+              }
+            : { id: `${inst.role}-${i}`, url: inst.url, role: inst.role },
+        ),
         dispatch: { fallbackToSingle: true },
       }),
     );

@@ -79,7 +79,7 @@ describe('discovery in proxy mode: `{url, role}` per engine proxy is enough', ()
       { url: d, role: 'decode' },
     ]);
     const ready = await http(c.url, 'GET', '/ready');
-    expect(ready.json).toEqual({ ready: true, models: { '*': 'prefill_handoff_decode' } });
+    expect(ready.json).toEqual({ ready: true, models: { 'motor-sim-7b': 'prefill_handoff_decode' } });
     const answer = await http(c.url, 'POST', '/v1/chat/completions', chatBody('hello', { max_tokens: 4 }));
     expect(answer.status, answer.text).toBe(200);
     expect(answer.json.choices[0].message.content).toEqual(expect.any(String));

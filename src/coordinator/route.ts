@@ -10,8 +10,17 @@ export type Route =
 
 export type PdRoute = Extract<Route, { kind: 'pd' }>;
 
+/**
+ * The models an instance serves: its configured `models`, else what its engine listed at discovery;
+ * empty = any model (nothing known). One rule for routing, `/ready` and `/v1/models`.
+ */
+export function servedModels(instance: Instance): readonly string[] {
+  return instance.models.length > 0 ? instance.models : (instance.reportedModels ?? []);
+}
+
 export function servesModel(instance: Instance, model: string): boolean {
-  return instance.models.length === 0 || instance.models.includes(model);
+  const models = servedModels(instance);
+  return models.length === 0 || models.includes(model);
 }
 
 /** The concrete flow of a plan on a pair: concurrent sync is bootstrap on SGLang, trigger on vLLM. */

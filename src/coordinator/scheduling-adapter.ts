@@ -37,6 +37,9 @@ class InstanceView implements SchedulableInstance {
   get weight(): number | undefined {
     return (this.instance as { weight?: number }).weight;
   }
+  get engine(): string {
+    return this.instance.engine;
+  }
 }
 
 /**

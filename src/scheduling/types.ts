@@ -12,6 +12,12 @@ export interface SchedulableInstance {
   readonly dispatch_capabilities: readonly string[];
   /** Relative capacity (default 1): load is divided by it, random/round-robin are weighted by it. */
   readonly weight?: number;
+  /**
+   * Engine kind (`vllm`, `sglang`): a pair is only ever formed within one kind, since a shared plan
+   * name means different wire flows on different engines (`concurrent_engine_sync` is the layer-wise
+   * trigger on vLLM, the bootstrap room on SGLang). Absent = pairs with any instance.
+   */
+  readonly engine?: string;
 }
 
 /** What the scheduler needs to know about one client request. Build it once per request. */

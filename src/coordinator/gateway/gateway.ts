@@ -9,6 +9,7 @@ import type { DispatchObserver } from '../../observability/dispatch-observer.js'
 import type { Dispatcher } from '../dispatch/dispatcher.js';
 import type { PendingTriggers } from '../dispatch/pending-trigger.js';
 import type { InstanceSource } from '../instance-source.js';
+import { servedModels } from '../route.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { SchedulingAdapter } from '../scheduling-adapter.js';
 import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
@@ -87,8 +88,7 @@ export function createGateway(deps: GatewayDeps): Server {
 /** Configured models win per instance; else what its engine listed at discovery (no per-request fan-out). */
 function modelList(source: InstanceSource): unknown {
   const names = new Set<string>();
-  for (const i of source.all())
-    for (const m of i.models.length > 0 ? i.models : (i.reportedModels ?? [])) names.add(m);
+  for (const i of source.all()) for (const m of servedModels(i)) names.add(m);
   const created = Math.floor(Date.now() / 1000);
   return {
     object: 'list',

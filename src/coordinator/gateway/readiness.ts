@@ -1,7 +1,7 @@
 import type { DispatchPlan } from '../../protocol/index.js';
 import { Scheduler, type FleetSummary, type RouteExplanation } from '../../scheduling/index.js';
 import type { Instance } from '../instance-source.js';
-import { servesModel } from '../route.js';
+import { servedModels, servesModel } from '../route.js';
 import { routeExplainer, type RouteExplainer } from '../scheduling-adapter.js';
 
 /** Fallback rules alone (the scheduler's `fallback` and `planPreference`), for {@link topologyReport}. */
@@ -31,12 +31,14 @@ export function readinessReport(
   problems: Readonly<Record<string, string>> = {},
 ): ReadinessReport {
   const names = new Set<string>();
-  for (const i of instances) for (const m of i.models) names.add(m);
-  if (instances.some((i) => i.models.length === 0)) names.add('*');
+  for (const i of instances) for (const m of servedModels(i)) names.add(m);
+  if (instances.some((i) => servedModels(i).length === 0)) names.add('*');
   const models: Record<string, string> = {};
   let ready = names.size > 0;
   for (const name of names) {
-    const serving = instances.filter((i) => (name === '*' ? i.models.length === 0 : servesModel(i, name)));
+    const serving = instances.filter((i) =>
+      name === '*' ? servedModels(i).length === 0 : servesModel(i, name),
+    );
     const explained = scheduler.explain(serving, name);
     if (explained.kind === 'failure') ready = false;
     models[name] = describe(explained, name, scheduler.fallback);
