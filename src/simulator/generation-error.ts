@@ -3,7 +3,7 @@ import { sendJson } from '../common/http.js';
 import type { SimEngine } from './options.js';
 import type { GenRequest } from './request-body.js';
 import { ChunkWriter, makeUsage, SSE_DONE } from './sse.js';
-import { generateFrame } from './sglang-generate.js';
+import { generateBody } from './sglang-generate.js';
 
 /** Why the request failed, in the engine's words (the decode side of a failed KV transfer). */
 export function generationErrorMessage(engine: SimEngine, id: string, g: GenRequest): string {
@@ -60,7 +60,9 @@ export function writeGenerationError(
   });
   if (g.kind === 'generate') {
     const abort = { type: 'abort', message, status_code: 500 };
-    return void res.end(generateFrame(id, '', [], abort, g.promptIds.length, 0, 0) + SSE_DONE);
+    return void res.end(
+      `data: ${JSON.stringify(generateBody(id, '', [], abort, g.promptIds.length, 0, 0))}\n\n${SSE_DONE}`,
+    );
   }
   const error = sglang
     ? { object: 'error', message, type: 'INTERNAL_SERVER_ERROR', param: null, code: 500 }

@@ -83,22 +83,10 @@ function finishReasonJson(finish: string | null, completionTokens: number): stri
 }
 
 /**
- * One `/generate` stream event (`data: {...}\n\n`). `text` and `output_ids` are cumulative, SGLang's
- * default (`incremental_streaming_output` off); `finish_reason` is null until the last event.
+ * One `/generate` answer body (a stream event's payload too). `text` and `output_ids` are cumulative,
+ * SGLang's default (`incremental_streaming_output` off); `finish_reason` is null until the last event.
  */
-export function generateFrame(
-  id: string,
-  text: string,
-  outputIds: readonly number[],
-  finishReason: unknown,
-  promptTokens: number,
-  completionTokens: number,
-  cachedTokens: number,
-): string {
-  return `data: ${JSON.stringify(generateBody(id, text, outputIds, finishReason, promptTokens, completionTokens, cachedTokens))}\n\n`;
-}
-
-function generateBody(
+export function generateBody(
   id: string,
   text: string,
   outputIds: readonly number[],

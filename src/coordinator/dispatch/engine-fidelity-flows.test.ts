@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBody, loadEngineFixture } from '../../../test/fixtures/engines/load.js';
-import { buildPrefillResult, type PrefillResultInput } from '../../protocol/index.js';
+import type { PrefillResultInput } from '../../protocol/index.js';
 import { DispatchHarness, type EngineReply, type EngineScript, type LegCall } from './dispatch-harness.js';
+import { COMPLETION, delta, json, proxyPrefillReply } from './engine-replies.js';
 
 /**
  * Issue 14 item 2, in process against the dispatch harness with the engines' golden bodies:
@@ -9,20 +10,11 @@ import { DispatchHarness, type EngineReply, type EngineScript, type LegCall } fr
  * the first token, and expired handoffs — in proxy and direct mode.
  */
 
-const json = (body: unknown, status = 200): EngineReply => ({ kind: 'json', status, body });
 const frames = (path: string): string[] =>
   loadEngineFixture(path)
     .frames!.map(String)
     .filter((f) => f !== '[DONE]');
-const delta = (content: string) =>
-  JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] });
 const OK_STREAM: EngineReply = { kind: 'sse', frames: [delta('Hel'), delta('lo')] };
-const COMPLETION = {
-  id: 'c',
-  object: 'chat.completion',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 5, completion_tokens: 2 },
-};
 
 const NIXL_EOS_NULL = fixtureBody('vllm/nixl-2026-01/prefill-response.eos-null.json');
 const NIXL_OK = fixtureBody('vllm/nixl-2026-01/prefill-response.chat.json');
@@ -33,24 +25,7 @@ const ERROR_FIRST = frames('vllm/openai/stream-error-frame.json');
 
 /** The engine proxy's PrefillResult for `call`'s attempt. */
 function proxyResult(call: LegCall, extra: Partial<PrefillResultInput>): EngineReply {
-  const d = call.body._motor_dispatch as {
-    root_request_id: string;
-    engine_request_id: string;
-    pair_id: string;
-    attempt_seq: number;
-  };
-  return json(
-    buildPrefillResult({
-      root_request_id: d.root_request_id,
-      engine_request_id: d.engine_request_id,
-      pair_id: d.pair_id,
-      attempt_seq: d.attempt_seq,
-      status: 'completed',
-      handoff_mode: 'handoff',
-      payload: { remote_engine_id: 'p' },
-      ...extra,
-    }),
-  );
+  return proxyPrefillReply(call, { handoff_mode: 'handoff', payload: { remote_engine_id: 'p' }, ...extra });
 }
 
 const P = (mode: string) => ({

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildPrefillResult, type PrefillHandoffMode } from '../../protocol/index.js';
+import type { PrefillHandoffMode } from '../../protocol/index.js';
 import { DispatchHarness, type EngineReply, type EngineScript, type LegCall } from './dispatch-harness.js';
+import { COMPLETION, delta, json, proxyPrefillReply } from './engine-replies.js';
 
 /**
  * Every flow (handoff, trigger through engine proxies or direct, bootstrap, single) against the same
@@ -8,43 +9,16 @@ import { DispatchHarness, type EngineReply, type EngineScript, type LegCall } fr
  */
 
 const USAGE = { prompt_tokens: 5, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 3 } };
-const json = (body: unknown, status = 200): EngineReply => ({ kind: 'json', status, body });
-const delta = (content: string) =>
-  JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] });
 const STREAM: EngineReply = {
   kind: 'sse',
   frames: [delta('Hel'), delta('lo'), JSON.stringify({ id: 'c', choices: [], usage: USAGE })],
-};
-const COMPLETION = {
-  id: 'c',
-  object: 'chat.completion',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 5, completion_tokens: 2 },
 };
 
 /** The engine proxy's answer to a prefill leg: a PrefillResult for the leg's own attempt. */
 const proxyPrefill =
   (mode: PrefillHandoffMode) =>
-  (call: LegCall): EngineReply => {
-    const d = call.body._motor_dispatch as {
-      root_request_id: string;
-      engine_request_id: string;
-      pair_id: string;
-      attempt_seq: number;
-    };
-    return json(
-      buildPrefillResult({
-        root_request_id: d.root_request_id,
-        engine_request_id: d.engine_request_id,
-        pair_id: d.pair_id,
-        attempt_seq: d.attempt_seq,
-        status: 'completed',
-        handoff_mode: mode,
-        payload: { kv: 'here' },
-        usage: USAGE,
-      }),
-    );
-  };
+  (call: LegCall): EngineReply =>
+    proxyPrefillReply(call, { handoff_mode: mode, payload: { kv: 'here' }, usage: USAGE });
 
 /** The prefill leg of the same attempt as `call` (none: `call` is a single leg). */
 const prefillOf = (h: DispatchHarness, call: LegCall): LegCall | undefined =>
