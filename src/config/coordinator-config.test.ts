@@ -3,9 +3,9 @@ import {
   ConfigError,
   configFromEnv,
   configFromFlags,
-  mergeDeep,
   validateCoordinatorConfig,
 } from './coordinator-config.js';
+import { mergeDeep } from './merge-deep.js';
 
 const errorsOf = (raw: unknown): string[] => {
   try {

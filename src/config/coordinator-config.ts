@@ -10,6 +10,7 @@ import {
   type DispatchProfile,
   type EngineKind,
 } from '../protocol/index.js';
+import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
 import { mergeDeep } from './merge-deep.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
@@ -103,8 +104,8 @@ export const coordinatorConfigSchema = z.strictObject({
         .url()
         .optional()
         .describe(
-          'URL engines use to reach this coordinator (the direct-trigger metaserver is ' +
-            '`<publicUrl>/v1/metaserver`); default: the bound URL',
+          'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver`); ' +
+            'default: the bound URL; required when that is a wildcard or loopback address remote decodes cannot call',
         ),
     })
     .prefault({})
@@ -384,10 +385,12 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
     return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured };
   });
-  if (parsed.data.observability.requireApiKey && parsed.data.server.apiKeys.length === 0)
+  const { observability, registry, server } = parsed.data;
+  if (observability.requireApiKey && server.apiKeys.length === 0)
     issues.push('observability.requireApiKey: needs server.apiKeys');
-  if (parsed.data.registry.store === 'etcd' && parsed.data.registry.endpoints.length === 0)
+  if (registry.store === 'etcd' && registry.endpoints.length === 0)
     issues.push('registry.endpoints: store etcd needs at least one endpoint');
+  issues.push(...directReachabilityIssues(server, instances));
   const scheduling = resolveSchedulingSection(parsed.data.scheduling, {
     schedulerPolicy: parsed.data.scheduler.policy,
     ...parsed.data.dispatch,
@@ -402,11 +405,7 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
   };
 }
 
-const commaList = (v: string): string[] =>
-  v
-    .split(',')
-    .map((k) => k.trim())
-    .filter(Boolean);
+const commaList = (v: string): string[] => v.split(',').flatMap((k) => k.trim() || []);
 
 /** Environment variables that override config keys (listed in docs/configuration.md). */
 export const ENV_OVERRIDES: readonly { env: string; path: string; parse: (value: string) => unknown }[] = [
@@ -448,8 +447,6 @@ export function configFromFlags(flags: ConfigFlags): Record<string, unknown> {
   }
   return out;
 }
-
-export { mergeDeep };
 
 /** Reads, merges and validates: defaults < file < env < flags. */
 export async function loadCoordinatorConfig(

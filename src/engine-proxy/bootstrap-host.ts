@@ -1,10 +1,5 @@
+import { isLoopbackHost } from '../common/hosts.js';
 import { isSglangPrefill, type EngineProxyOptions } from './options.js';
-
-/** `localhost`, 127.0.0.0/8 and ::1 (IPv6 brackets allowed). `0.0.0.0` / `::` are every interface. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
-}
 
 /** The host of a `--peer-allow` entry (`http://host:port` or `http://host:*`), or null when malformed. */
 function peerHost(entry: string): string | null {

@@ -22,6 +22,9 @@ import type { PendingTrigger } from './pending-trigger.js';
  */
 
 /** One leg as a fake engine received it. */
+/** Where the fake engines are told the coordinator is (direct trigger: its metaserver). */
+const PUBLIC_URL = 'http://coordinator.test';
+
 export interface LegCall {
   instanceId: string;
   path: string;
@@ -77,6 +80,8 @@ export class DispatchHarness {
   ) {
     const resolved = validateCoordinatorConfig({
       ...config,
+      // the fake engines' hosts are not loopback: tell them a public URL, as a real deployment must
+      server: { publicUrl: PUBLIC_URL, ...(config.server as object) },
       retry: { baseDelayMs: 1, maxDelayMs: 2, ...(config.retry as object) },
       scheduling: { seed: 1, ...(config.scheduling as object) },
     });
@@ -91,7 +96,7 @@ export class DispatchHarness {
       triggers: this.triggers,
       log,
       observer: this.observer(),
-      publicUrl: () => 'http://coordinator.test',
+      publicUrl: () => PUBLIC_URL,
     });
   }
 

@@ -17,6 +17,7 @@ import { metaserverRoute } from './metaserver-route.js';
  */
 
 const CONFIG = {
+  server: { publicUrl: 'http://coordinator.test' },
   instances: [
     { id: 'P', url: 'http://p.test:1', role: 'prefill', dispatchProfile: 'trigger', mode: 'direct' },
     { id: 'D', url: 'http://d.test:2', role: 'decode', dispatchProfile: 'trigger', mode: 'direct' },
