@@ -315,6 +315,11 @@ export interface ResolvedInstance extends Omit<InstanceConfig, NotResolved> {
   index: number;
   dispatchCapabilities: DispatchPlan[];
   profile: DispatchProfile;
+  /**
+   * The KV connector from `kvTransferConfig` (for `MultiConnector` its transport, as classification
+   * decides), or in proxy mode the one the proxy reports; absent = unknown (pairs with any).
+   */
+  kvConnector?: string;
 }
 
 export interface CoordinatorConfig extends Omit<
@@ -363,9 +368,10 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
     seen.add(id);
     let profile: DispatchProfile = 'unknown';
+    let kvConnector: string | undefined;
     try {
       const config = inst.kvTransferConfig ? { kv_transfer_config: inst.kvTransferConfig } : {};
-      profile = explainEngineProfile(config, engine, inst.dispatchProfile).profile;
+      ({ profile, kvConnector } = explainEngineProfile(config, engine, inst.dispatchProfile));
     } catch (err) {
       if (!(err instanceof DispatchProfileError)) throw err;
       issues.push(`instances[${index}].dispatchProfile: ${err.message}`);
@@ -382,7 +388,16 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     }
     const named = [inst.dispatchProfile, inst.kvTransferConfig, inst.dispatchCapabilities].some(Boolean);
     const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
-    return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured };
+    return {
+      ...inst,
+      id,
+      engine,
+      index,
+      dispatchCapabilities: capabilities,
+      profile,
+      configured,
+      ...(kvConnector !== undefined ? { kvConnector } : {}),
+    };
   });
   if (parsed.data.observability.requireApiKey && parsed.data.server.apiKeys.length === 0)
     issues.push('observability.requireApiKey: needs server.apiKeys');

@@ -6,7 +6,7 @@ import { EngineMetricsStore } from './engine-metrics.js';
 import { LoadTracker } from './load-tracker.js';
 import type { SchedulingServices, SelectionContext } from './plugin.js';
 import { textBlockHashes, tokenBlockHashes } from './prefix-hash.js';
-import { pairsWithAny, sameEngine } from './pair-compatibility.js';
+import { canPair, pairableDecodes } from './pair-compatibility.js';
 import { RoleProfile } from './role-profile.js';
 import { seededRandom, type RandomSource } from './seeded-random.js';
 import type {
@@ -343,19 +343,17 @@ export class Scheduler {
     },
     pair: (ctx, prefillAvailable, decodeAvailable, shared, dropped) => {
       ctx.role = 'prefill';
-      const decodeEngines = new Set(decodeAvailable.map((instance) => instance.engine));
+      const hasDecode = pairableDecodes(decodeAvailable);
       const p = this.profiles.prefill.pick(
         ctx,
-        prefillAvailable.filter(
-          (instance) => this.sharesAny(instance, shared) && pairsWithAny(instance, decodeEngines),
-        ),
+        prefillAvailable.filter((instance) => this.sharesAny(instance, shared) && hasDecode(instance)),
       );
       const pPlans = p ? this.plans(p) : EMPTY_PLANS;
       ctx.role = 'decode';
       const d = p
         ? this.profiles.decode.pick(
             ctx,
-            decodeAvailable.filter((instance) => this.sharesAny(instance, pPlans) && sameEngine(p, instance)),
+            decodeAvailable.filter((instance) => this.sharesAny(instance, pPlans) && canPair(p, instance)),
           )
         : undefined;
       if (!p || !d) return this.picking.failure(unavailable(dropped, 'a picker returned no instance'));
