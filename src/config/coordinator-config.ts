@@ -55,7 +55,8 @@ export const instanceConfigSchema = z
       .optional()
       .describe(
         "the engine's vLLM `kv_transfer_config`, classified as `motor classify` does; no profile at all = " +
-          'no capability (fail closed)',
+          "no capability (fail closed). Its `kv_connector` (MultiConnector: the first entry's) limits pairs " +
+          'to instances of the same connector',
       ),
     dispatchCapabilities: z
       .array(z.string())
