@@ -2,15 +2,14 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import {
-  DispatchProfileError,
   dispatchCapabilitiesForProfile,
   dispatchPlansFromCapabilities,
-  explainEngineProfile,
   type DispatchPlan,
   type DispatchProfile,
   type EngineKind,
 } from '../protocol/index.js';
 import * as engineKeys from './engine-credentials.js';
+import { instanceProfile } from './instance-profile.js';
 import { mergeDeep } from './merge-deep.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 
@@ -54,9 +53,8 @@ export const instanceConfigSchema = z
       .record(z.string(), z.unknown())
       .optional()
       .describe(
-        "the engine's vLLM `kv_transfer_config`, classified as `motor classify` does; no profile at all = " +
-          "no capability (fail closed). Its `kv_connector` (MultiConnector: the first entry's) limits pairs " +
-          'to instances of the same connector',
+        "the engine's vLLM `kv_transfer_config`, classified as `motor classify` does (no profile = no " +
+          'capability, fail closed); pairs form only within one `kv_connector` (MultiConnector: its first)',
       ),
     dispatchCapabilities: z
       .array(z.string())
@@ -316,10 +314,7 @@ export interface ResolvedInstance extends Omit<InstanceConfig, NotResolved> {
   index: number;
   dispatchCapabilities: DispatchPlan[];
   profile: DispatchProfile;
-  /**
-   * The KV connector from `kvTransferConfig` (for `MultiConnector` its transport, as classification
-   * decides), or in proxy mode the one the proxy reports; absent = unknown (pairs with any).
-   */
+  /** From `kvTransferConfig` (MultiConnector: its transport), else what a proxy reports; absent = unknown. */
   kvConnector?: string;
 }
 
@@ -368,15 +363,8 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     const engine: EngineKind = inst.engine ?? 'vllm';
     if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
     seen.add(id);
-    let profile: DispatchProfile = 'unknown';
-    let kvConnector: string | undefined;
-    try {
-      const config = inst.kvTransferConfig ? { kv_transfer_config: inst.kvTransferConfig } : {};
-      ({ profile, kvConnector } = explainEngineProfile(config, engine, inst.dispatchProfile));
-    } catch (err) {
-      if (!(err instanceof DispatchProfileError)) throw err;
-      issues.push(`instances[${index}].dispatchProfile: ${err.message}`);
-    }
+    const { profile: classified, ...kv } = instanceProfile(inst, engine, index, issues);
+    let profile = classified;
     let capabilities: DispatchPlan[];
     if (inst.dispatchCapabilities !== undefined) {
       capabilities = [...dispatchPlansFromCapabilities(inst.dispatchCapabilities)];
@@ -389,16 +377,7 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     }
     const named = [inst.dispatchProfile, inst.kvTransferConfig, inst.dispatchCapabilities].some(Boolean);
     const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
-    return {
-      ...inst,
-      id,
-      engine,
-      index,
-      dispatchCapabilities: capabilities,
-      profile,
-      configured,
-      ...(kvConnector !== undefined ? { kvConnector } : {}),
-    };
+    return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured, ...kv };
   });
   if (parsed.data.observability.requireApiKey && parsed.data.server.apiKeys.length === 0)
     issues.push('observability.requireApiKey: needs server.apiKeys');
