@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canPair, pairableDecodes } from './pair-compatibility.js';
 import { Scheduler } from './scheduler.js';
+import { seededRandom } from './seeded-random.js';
 import { instance, request } from './testing.js';
 import type { SchedulableInstance } from './types.js';
 
@@ -112,15 +113,64 @@ describe('pairs form within one KV connector', () => {
     }
   });
 
-  it('pairableDecodes answers what canPair over every decode would', () => {
-    const facts = [undefined, 'a', 'b'];
-    const all = facts.flatMap((engine) => facts.map((kvConnector) => ({ engine, kvConnector })));
-    // every subset of the 9 fact combinations as the decodes, every combination as the prefill
-    for (let mask = 0; mask < 1 << all.length; mask += 1) {
-      const decodes = all.filter((_, i) => mask & (1 << i));
-      const hasDecode = pairableDecodes(decodes);
-      for (const prefill of all)
-        expect(hasDecode(prefill)).toBe(decodes.some((decode) => canPair(prefill, decode)));
+  it('no pair shares a connector: no_compatible_pair naming both sides, in explain (/ready) too', () => {
+    const fleet = [via('pn', 'prefill', 'NixlConnector'), via('dm', 'decode', 'MooncakeConnectorV1')];
+    const scheduler = new Scheduler({ seed: 1 });
+    const failure = {
+      kind: 'failure',
+      code: 'no_compatible_pair',
+      message:
+        'no prefill/decode pair shares a dispatch plan, engine kind and KV connector ' +
+        '(prefill: vllm NixlConnector; decode: vllm MooncakeConnectorV1)',
+    };
+    expect(scheduler.selectPair(request(), fleet)).toMatchObject(failure);
+    expect(scheduler.explain(request(), fleet, { assumeAvailable: true })).toMatchObject({
+      kind: 'failure',
+      failure: { code: 'no_compatible_pair' },
+    });
+  });
+
+  it('no pair shares a connector: the union fallback serves', () => {
+    const fleet = [
+      via('pn', 'prefill', 'NixlConnector'),
+      via('dm', 'decode', 'MooncakeConnectorV1'),
+      instance('u', 'union', HANDOFF),
+    ];
+    expect(new Scheduler({ seed: 1 }).selectPair(request(), fleet)).toMatchObject({
+      kind: 'single',
+      reason: 'union',
+      instance: { id: 'u' },
+    });
+  });
+
+  it('plan and connector are one match: a decode sharing only the plan and one sharing only the connector make no pair', () => {
+    const fleet = [
+      via('pn', 'prefill', 'NixlConnector'),
+      { ...via('dn', 'decode', 'NixlConnector'), dispatch_capabilities: ['concurrent_engine_sync'] },
+      via('dm', 'decode', 'MooncakeConnectorV1'),
+    ];
+    expect(new Scheduler({ seed: 1 }).selectPair(request(), fleet)).toMatchObject({
+      kind: 'failure',
+      code: 'no_compatible_pair',
+    });
+  });
+
+  it('pairableDecodes answers what plans + canPair over every decode would', () => {
+    const names = [undefined, 'a', 'b'];
+    const plans = [['x'], ['y'], ['x', 'y']];
+    const all = names.flatMap((engine) =>
+      names.flatMap((kvConnector) => plans.map((caps) => ({ engine, kvConnector, caps }))),
+    );
+    const random = seededRandom(7);
+    for (let round = 0; round < 400; round += 1) {
+      const decodes = all.filter(() => random() < 0.15);
+      const hasDecode = pairableDecodes(decodes, (i) => i.caps);
+      for (const prefill of all) {
+        const brute = decodes.some(
+          (d) => d.caps.some((plan) => prefill.caps.includes(plan)) && canPair(prefill, d),
+        );
+        expect(hasDecode(prefill)).toBe(brute);
+      }
     }
   });
 });

@@ -16,26 +16,46 @@ function agrees(a: string | undefined, b: string | undefined): boolean {
   return a === undefined || b === undefined || a === b;
 }
 
-// Key parts that no engine or connector name contains: a decode that names no value, and "any value".
+// Key parts that no plan, engine or connector name contains: "named none" and "any value".
 const UNNAMED = '\u0000-';
 const ANY = '\u0000*';
-const key = (engine: string, connector: string): string => `${engine}\n${connector}`;
+const key = (plan: string, engine: string, connector: string): string => `${plan}\n${engine}\n${connector}`;
 
 /**
- * "Does some decode pair with this prefill?" for every prefill of a request in O(P + D): each decode
- * enters its facts under 4 keys (each fact as named and as "any"); a prefill asks at most 4 keys, its
- * facts or "unnamed" per side ({@link canPair} as set lookups, no pair is enumerated).
+ * "Does some decode share a plan with this prefill and pass {@link canPair}?" for every prefill of a
+ * request in O((P + D) × plans), no pair enumerated: each decode enters each of its plans under 4 keys
+ * (each fact as named and as "any"); a prefill asks, per plan, at most 4 keys (its facts or "unnamed").
  */
-export function pairableDecodes(decodes: readonly PairFacts[]): (prefill: PairFacts) => boolean {
+export function pairableDecodes<I extends PairFacts>(
+  decodes: readonly I[],
+  plansOf: (instance: I) => Iterable<string>,
+): (prefill: I) => boolean {
   const keys = new Set<string>();
   for (const d of decodes) {
     const engine = d.engine ?? UNNAMED;
     const connector = d.kvConnector ?? UNNAMED;
-    keys.add(key(engine, connector)).add(key(engine, ANY)).add(key(ANY, connector)).add(key(ANY, ANY));
+    for (const plan of plansOf(d)) {
+      keys.add(key(plan, engine, connector)).add(key(plan, engine, ANY));
+      keys.add(key(plan, ANY, connector)).add(key(plan, ANY, ANY));
+    }
   }
   return (prefill) => {
     const engines = prefill.engine === undefined ? [ANY] : [prefill.engine, UNNAMED];
     const connectors = prefill.kvConnector === undefined ? [ANY] : [prefill.kvConnector, UNNAMED];
-    return engines.some((e) => connectors.some((c) => keys.has(key(e, c))));
+    for (const plan of plansOf(prefill))
+      for (const e of engines) for (const c of connectors) if (keys.has(key(plan, e, c))) return true;
+    return false;
   };
+}
+
+/** Why plans overlap yet no pair forms: each side's engine kinds and connectors (a failure message). */
+export function unpairedReason(prefills: readonly PairFacts[], decodes: readonly PairFacts[]): string {
+  const facts = (side: readonly PairFacts[]): string =>
+    [...new Set(side.map((i) => `${i.engine ?? 'any engine'} ${i.kvConnector ?? 'any connector'}`))]
+      .sort()
+      .join(', ');
+  return (
+    'no prefill/decode pair shares a dispatch plan, engine kind and KV connector ' +
+    `(prefill: ${facts(prefills)}; decode: ${facts(decodes)})`
+  );
 }
