@@ -309,6 +309,7 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
     engine: explanation.engine,
     dispatchCapabilities: capabilities,
     dispatchProfile: explanation.profile,
+    kvConnector: explanation.kvConnector ?? null,
     host: cli.host,
     port: cli.port,
     bootstrapHost: cli.bootstrapHost ?? null,

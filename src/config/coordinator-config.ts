@@ -2,16 +2,15 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import {
-  DispatchProfileError,
   dispatchCapabilitiesForProfile,
   dispatchPlansFromCapabilities,
-  explainEngineProfile,
   type DispatchPlan,
   type DispatchProfile,
   type EngineKind,
 } from '../protocol/index.js';
 import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
+import { instanceProfile } from './instance-profile.js';
 import { mergeDeep } from './merge-deep.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 
@@ -55,8 +54,8 @@ export const instanceConfigSchema = z
       .record(z.string(), z.unknown())
       .optional()
       .describe(
-        "the engine's vLLM `kv_transfer_config`, classified as `motor classify` does; no profile at all = " +
-          'no capability (fail closed)',
+        "the engine's vLLM `kv_transfer_config`, classified as `motor classify` does (no profile = no " +
+          'capability, fail closed); pairs form only within one `kv_connector` (MultiConnector: its first)',
       ),
     dispatchCapabilities: z
       .array(z.string())
@@ -316,6 +315,8 @@ export interface ResolvedInstance extends Omit<InstanceConfig, NotResolved> {
   index: number;
   dispatchCapabilities: DispatchPlan[];
   profile: DispatchProfile;
+  /** From `kvTransferConfig` (MultiConnector: its transport), else what a proxy reports; absent = unknown. */
+  kvConnector?: string;
 }
 
 export interface CoordinatorConfig extends Omit<
@@ -363,14 +364,8 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     const engine: EngineKind = inst.engine ?? 'vllm';
     if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
     seen.add(id);
-    let profile: DispatchProfile = 'unknown';
-    try {
-      const config = inst.kvTransferConfig ? { kv_transfer_config: inst.kvTransferConfig } : {};
-      profile = explainEngineProfile(config, engine, inst.dispatchProfile).profile;
-    } catch (err) {
-      if (!(err instanceof DispatchProfileError)) throw err;
-      issues.push(`instances[${index}].dispatchProfile: ${err.message}`);
-    }
+    const { profile: classified, ...kv } = instanceProfile(inst, engine, index, issues);
+    let profile = classified;
     let capabilities: DispatchPlan[];
     if (inst.dispatchCapabilities !== undefined) {
       capabilities = [...dispatchPlansFromCapabilities(inst.dispatchCapabilities)];
@@ -383,7 +378,7 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     }
     const named = [inst.dispatchProfile, inst.kvTransferConfig, inst.dispatchCapabilities].some(Boolean);
     const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
-    return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured };
+    return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured, ...kv };
   });
   const { observability, registry, server } = parsed.data;
   if (observability.requireApiKey && server.apiKeys.length === 0)

@@ -16,6 +16,8 @@ export interface ProxyInfo {
   role: string | null;
   dispatchProfile: string | null;
   dispatchCapabilities: DispatchPlan[];
+  /** The KV connector the proxy classified from its engine config; null for SGLang or none. */
+  kvConnector: string | null;
   /** The envelope roles the proxy accepts (`prefill`, `decode`, `single`); null when not reported. */
   acceptsRoles: string[] | null;
 }
@@ -31,6 +33,8 @@ export interface DiscoveryOutcome {
   engine?: EngineKind;
   dispatchCapabilities?: DispatchPlan[];
   profile?: DispatchProfile;
+  /** The proxy's KV connector, when the config names none (pairs form within one connector). */
+  kvConnector?: string;
   bootstrapPort?: number;
   /** Models the engine lists (`/v1/models` shows them when the config lists none). */
   reportedModels: string[];
@@ -69,6 +73,7 @@ export function parseProxyInfo(json: unknown): ProxyInfo | null {
     role: str(body.role),
     dispatchProfile: str(body.dispatch_profile),
     dispatchCapabilities: [...dispatchPlansFromCapabilities(body.dispatch_capabilities)],
+    kvConnector: str(body.kv_connector),
     acceptsRoles: Array.isArray(body.accepts_roles)
       ? body.accepts_roles.filter((r): r is string => typeof r === 'string')
       : null,
@@ -135,6 +140,12 @@ function reconcileProxy(
   if (facts?.engine && info.engine !== null && info.engine !== configured.engine)
     out.notes.push(`engine: config says ${configured.engine}, the proxy reports ${info.engine}`);
   out.engine = engine;
+  if (configured.kvConnector === undefined) {
+    if (info.kvConnector !== null) out.kvConnector = info.kvConnector;
+  } else if (info.kvConnector !== null && info.kvConnector !== configured.kvConnector)
+    out.notes.push(
+      `kv connector: config says ${configured.kvConnector}, the proxy reports ${info.kvConnector}`,
+    );
   if (facts?.capabilities !== false) {
     if (!samePlans(configured.dispatchCapabilities, info.dispatchCapabilities))
       out.notes.push(

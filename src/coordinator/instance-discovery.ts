@@ -121,6 +121,7 @@ export class InstanceDiscovery {
           id: instance.id,
           engine: outcome.engine,
           dispatch_capabilities: outcome.dispatchCapabilities,
+          kv_connector: outcome.kvConnector,
           bootstrap_port: outcome.bootstrapPort,
           models: outcome.reportedModels,
         },

@@ -178,6 +178,7 @@ export class RegistryInstanceSource implements InstanceSource {
         configured && record.dispatch_profile === null && sameSet(configured, record)
           ? configured.profile
           : profileOf(record),
+      ...(configured?.kvConnector !== undefined ? { kvConnector: configured.kvConnector } : {}),
       ...(Number.isInteger(bootstrap) && bootstrap > 0 && bootstrap < 65536
         ? { bootstrapPort: bootstrap }
         : {}),
@@ -192,6 +193,7 @@ export class RegistryInstanceSource implements InstanceSource {
     }
     const oldUrl = existing.url;
     delete existing.bootstrapPort;
+    delete existing.kvConnector;
     delete existing.reportedModels;
     Object.assign(existing, fields);
     if (oldUrl !== existing.url) this.releaseIfUnused(oldUrl);
@@ -223,6 +225,7 @@ function applyOutcome(fields: Omit<Instance, 'inFlight'>, outcome: DiscoveryOutc
   if (outcome.dispatchCapabilities !== undefined)
     fields.dispatchCapabilities = [...outcome.dispatchCapabilities];
   if (outcome.profile !== undefined) fields.profile = outcome.profile;
+  if (outcome.kvConnector !== undefined) fields.kvConnector = outcome.kvConnector;
   if (outcome.bootstrapPort !== undefined) fields.bootstrapPort = outcome.bootstrapPort;
   if (outcome.reportedModels.length > 0) fields.reportedModels = outcome.reportedModels;
 }

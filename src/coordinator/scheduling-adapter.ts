@@ -40,6 +40,9 @@ class InstanceView implements SchedulableInstance {
   get engine(): string {
     return this.instance.engine;
   }
+  get kvConnector(): string | undefined {
+    return this.instance.kvConnector;
+  }
 }
 
 /**

@@ -17,6 +17,8 @@ export function proxyInfo(ctx: ProxyContext): Record<string, unknown> {
     role: opts.role,
     dispatch_profile: opts.dispatchProfile,
     dispatch_capabilities: opts.dispatchCapabilities,
+    // the coordinator pairs only within one connector; null for SGLang or a config that names none
+    kv_connector: opts.kvConnector ?? null,
     accepts_roles: rolesAccepted(opts.role, opts.engine),
     bootstrap: isSglangPrefill(opts) ? ctx.selfBootstrap : null,
   };

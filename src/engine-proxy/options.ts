@@ -10,6 +10,8 @@ export interface EngineProxyOptions {
   /** Capabilities advertised (from the engine config); P/D roles refuse to start with none. */
   dispatchCapabilities: string[];
   dispatchProfile: string;
+  /** The KV connector classified from `--engine-config` (`/v1/motor/info` `kv_connector`); null/absent = none. */
+  kvConnector?: string | null;
   host: string;
   port: number;
   /** SGLang prefill: bootstrap host handed to both legs (default: the engine URL's host). */

@@ -140,6 +140,7 @@ describe('health and info', () => {
       role: 'prefill',
       dispatch_profile: 'test',
       dispatch_capabilities: ['concurrent_engine_sync'],
+      kv_connector: null,
       accepts_roles: ['prefill', 'single'],
       bootstrap: { host: '10.0.0.5', port: 8998 },
     });

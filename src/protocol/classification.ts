@@ -37,6 +37,11 @@ export interface ProfileExplanation {
   /** Dotted path of the deciding key, e.g. `kv_transfer_config.kv_connector`. */
   decidedBy: string;
   reason: string;
+  /**
+   * The connector that moves the KV cache, as configured: `kv_connector`, or for `MultiConnector` its
+   * first (transport) entry's. Absent when the config names none. Pairs only form within one connector.
+   */
+  kvConnector?: string;
 }
 
 /** Classify vLLM P/D coordination semantics from an explicit profile or the connector whitelist. */
@@ -54,14 +59,20 @@ export function explainVllmDispatchProfile(
   const fromArgument = pyTruthy(explicitProfile);
   const explicit = fromArgument ? explicitProfile : configGet(engineConfig, DISPATCH_PROFILE_KEY);
   const profile = parseExplicitProfile(explicit);
-  if (profile !== null) {
-    const decidedBy = fromArgument ? 'explicit dispatch_profile argument' : DISPATCH_PROFILE_KEY;
-    return { profile, decidedBy, reason: `explicit profile ${pyRepr(explicit)}` };
-  }
-  return classifyKvTransferConfig(
+  const byConnector = classifyKvTransferConfig(
     configGet(engineConfig, KV_TRANSFER_CONFIG_KEY, {}),
     KV_TRANSFER_CONFIG_KEY,
   );
+  if (profile === null) return byConnector;
+  // An explicit profile decides the plan; the connector still decides who can read whose KV cache.
+  const decidedBy = fromArgument ? 'explicit dispatch_profile argument' : DISPATCH_PROFILE_KEY;
+  const { kvConnector } = byConnector;
+  return {
+    profile,
+    decidedBy,
+    reason: `explicit profile ${pyRepr(explicit)}`,
+    ...(kvConnector !== undefined ? { kvConnector } : {}),
+  };
 }
 
 function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): ProfileExplanation {
@@ -71,11 +82,15 @@ function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): Prof
   const connectorPath = `${path}.${KV_CONNECTOR_KEY}`;
   const connector = normalized(kvTransferConfig[KV_CONNECTOR_KEY]);
   if (connector === 'multiconnector') return classifyMultiConnector(kvTransferConfig, path);
+  // Kept as written: vLLM finds the connector class by the exact name (vllm-project/vllm
+  // vllm/distributed/kv_transfer/kv_connector/factory.py, `KVConnectorFactory._registry` is a dict).
+  const named = connector === '' ? {} : { kvConnector: pyStr(kvTransferConfig[KV_CONNECTOR_KEY]) };
   if (VLLM_HANDOFF_CONNECTORS.has(connector)) {
     return {
       profile: DispatchProfile.HANDOFF,
       decidedBy: connectorPath,
       reason: `${connector} is a handoff connector`,
+      ...named,
     };
   }
   if (VLLM_TRIGGER_CONNECTORS.has(connector)) {
@@ -83,11 +98,12 @@ function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): Prof
       profile: DispatchProfile.TRIGGER,
       decidedBy: connectorPath,
       reason: `${connector} is a trigger connector`,
+      ...named,
     };
   }
   const shown =
     connector === '' ? 'no connector' : `connector ${pyRepr(pyStr(kvTransferConfig[KV_CONNECTOR_KEY]))}`;
-  return unknown(connectorPath, `${shown} is not a known P/D connector (fail closed)`);
+  return { ...unknown(connectorPath, `${shown} is not a known P/D connector (fail closed)`), ...named };
 }
 
 function classifyMultiConnector(kvTransferConfig: Record<string, unknown>, path: string): ProfileExplanation {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { canPair, pairableDecodes } from './pair-compatibility.js';
 import { Scheduler } from './scheduler.js';
+import { seededRandom } from './seeded-random.js';
 import { instance, request } from './testing.js';
 import type { SchedulableInstance } from './types.js';
 
@@ -41,6 +43,134 @@ describe('pairs form within one engine kind', () => {
     for (let seed = 1; seed <= 20; seed += 1) {
       const decision = new Scheduler({ seed }).selectPair(request(), instances);
       expect(decision).toMatchObject({ kind: 'pair', prefill: { id: prefill }, decode: { id: decode } });
+    }
+  });
+});
+
+const HANDOFF = ['prefill_handoff_decode'];
+const via = (
+  id: string,
+  role: 'prefill' | 'decode',
+  kvConnector?: string,
+  engine = 'vllm',
+): SchedulableInstance => ({
+  ...instance(id, role, HANDOFF),
+  engine,
+  ...(kvConnector ? { kvConnector } : {}),
+});
+
+// A vLLM NIXL prefill and a vllm-ascend Mooncake decode are both `handoff` and both vLLM, yet the
+// decode cannot read the prefill's blocks: the transfer would fail after the prefill ran.
+describe('pairs form within one KV connector', () => {
+  it.each([
+    {
+      name: 'NIXL prefill → the NIXL decode, not the Mooncake one',
+      instances: [
+        via('pn', 'prefill', 'NixlConnector'),
+        via('dm', 'decode', 'MooncakeConnectorV1'),
+        via('dn', 'decode', 'NixlConnector'),
+      ],
+      prefill: 'pn',
+      decode: 'dn',
+    },
+    {
+      name: 'a prefill with no decode of its connector is passed over',
+      instances: [
+        via('pn', 'prefill', 'NixlConnector'),
+        via('pm', 'prefill', 'MooncakeConnectorV1'),
+        via('dm', 'decode', 'MooncakeConnectorV1'),
+      ],
+      prefill: 'pm',
+      decode: 'dm',
+    },
+    {
+      name: 'both facts at once: a decode matching the engine only and one matching the connector only do not add up',
+      instances: [
+        via('pn', 'prefill', 'NixlConnector'),
+        via('pm', 'prefill', 'MooncakeConnectorV1'),
+        via('dm', 'decode', 'MooncakeConnectorV1'),
+        via('ds', 'decode', undefined, 'sglang'),
+      ],
+      prefill: 'pm',
+      decode: 'dm',
+    },
+    {
+      name: 'a decode naming no connector pairs with any',
+      instances: [via('pn', 'prefill', 'NixlConnector'), via('d', 'decode')],
+      prefill: 'pn',
+      decode: 'd',
+    },
+    {
+      name: 'a prefill naming no connector pairs with any',
+      instances: [via('p', 'prefill'), via('dm', 'decode', 'MooncakeConnectorV1')],
+      prefill: 'p',
+      decode: 'dm',
+    },
+  ])('$name', ({ instances, prefill, decode }) => {
+    for (let seed = 1; seed <= 20; seed += 1) {
+      const decision = new Scheduler({ seed }).selectPair(request(), instances);
+      expect(decision).toMatchObject({ kind: 'pair', prefill: { id: prefill }, decode: { id: decode } });
+    }
+  });
+
+  it('no pair shares a connector: no_compatible_pair naming both sides, in explain (/ready) too', () => {
+    const fleet = [via('pn', 'prefill', 'NixlConnector'), via('dm', 'decode', 'MooncakeConnectorV1')];
+    const scheduler = new Scheduler({ seed: 1 });
+    const failure = {
+      kind: 'failure',
+      code: 'no_compatible_pair',
+      message:
+        'no prefill/decode pair shares a dispatch plan, engine kind and KV connector ' +
+        '(prefill: vllm NixlConnector; decode: vllm MooncakeConnectorV1)',
+    };
+    expect(scheduler.selectPair(request(), fleet)).toMatchObject(failure);
+    expect(scheduler.explain(request(), fleet, { assumeAvailable: true })).toMatchObject({
+      kind: 'failure',
+      failure: { code: 'no_compatible_pair' },
+    });
+  });
+
+  it('no pair shares a connector: the union fallback serves', () => {
+    const fleet = [
+      via('pn', 'prefill', 'NixlConnector'),
+      via('dm', 'decode', 'MooncakeConnectorV1'),
+      instance('u', 'union', HANDOFF),
+    ];
+    expect(new Scheduler({ seed: 1 }).selectPair(request(), fleet)).toMatchObject({
+      kind: 'single',
+      reason: 'union',
+      instance: { id: 'u' },
+    });
+  });
+
+  it('plan and connector are one match: a decode sharing only the plan and one sharing only the connector make no pair', () => {
+    const fleet = [
+      via('pn', 'prefill', 'NixlConnector'),
+      { ...via('dn', 'decode', 'NixlConnector'), dispatch_capabilities: ['concurrent_engine_sync'] },
+      via('dm', 'decode', 'MooncakeConnectorV1'),
+    ];
+    expect(new Scheduler({ seed: 1 }).selectPair(request(), fleet)).toMatchObject({
+      kind: 'failure',
+      code: 'no_compatible_pair',
+    });
+  });
+
+  it('pairableDecodes answers what plans + canPair over every decode would', () => {
+    const names = [undefined, 'a', 'b'];
+    const plans = [['x'], ['y'], ['x', 'y']];
+    const all = names.flatMap((engine) =>
+      names.flatMap((kvConnector) => plans.map((caps) => ({ engine, kvConnector, caps }))),
+    );
+    const random = seededRandom(7);
+    for (let round = 0; round < 400; round += 1) {
+      const decodes = all.filter(() => random() < 0.15);
+      const hasDecode = pairableDecodes(decodes, (i) => i.caps);
+      for (const prefill of all) {
+        const brute = decodes.some(
+          (d) => d.caps.some((plan) => prefill.caps.includes(plan)) && canPair(prefill, d),
+        );
+        expect(hasDecode(prefill)).toBe(brute);
+      }
     }
   });
 });

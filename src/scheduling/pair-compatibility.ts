@@ -1,14 +1,61 @@
 import type { SchedulableInstance } from './types.js';
 
-/** Whether two instances may form a pair: the same engine kind, or one of them names none. */
-export function sameEngine(a: SchedulableInstance, b: SchedulableInstance): boolean {
-  return a.engine === undefined || b.engine === undefined || a.engine === b.engine;
+/**
+ * The facts two instances of a pair must share, each only when both sides name one: the engine kind
+ * (one plan name means different wire flows on vLLM and SGLang) and the KV connector (a NIXL prefill's
+ * blocks cannot be read by a Mooncake decode). An unnamed fact matches anything.
+ */
+type PairFacts = Pick<SchedulableInstance, 'engine' | 'kvConnector'>;
+
+/** Whether `a` and `b` may form a pair (the one rule; {@link pairableDecodes} answers it in bulk). */
+export function canPair(a: PairFacts, b: PairFacts): boolean {
+  return agrees(a.engine, b.engine) && agrees(a.kvConnector, b.kvConnector);
 }
 
-/** Whether a prefill has some decode of its engine kind among `decodeEngines`. */
-export function pairsWithAny(
-  prefill: SchedulableInstance,
-  decodeEngines: ReadonlySet<string | undefined>,
-): boolean {
-  return prefill.engine === undefined || decodeEngines.has(undefined) || decodeEngines.has(prefill.engine);
+function agrees(a: string | undefined, b: string | undefined): boolean {
+  return a === undefined || b === undefined || a === b;
+}
+
+// Key parts that no plan, engine or connector name contains: "named none" and "any value".
+const UNNAMED = '\u0000-';
+const ANY = '\u0000*';
+const key = (plan: string, engine: string, connector: string): string => `${plan}\n${engine}\n${connector}`;
+
+/**
+ * "Does some decode share a plan with this prefill and pass {@link canPair}?" for every prefill of a
+ * request in O((P + D) × plans), no pair enumerated: each decode enters each of its plans under 4 keys
+ * (each fact as named and as "any"); a prefill asks, per plan, at most 4 keys (its facts or "unnamed").
+ */
+export function pairableDecodes<I extends PairFacts>(
+  decodes: readonly I[],
+  plansOf: (instance: I) => Iterable<string>,
+): (prefill: I) => boolean {
+  const keys = new Set<string>();
+  for (const d of decodes) {
+    const engine = d.engine ?? UNNAMED;
+    const connector = d.kvConnector ?? UNNAMED;
+    for (const plan of plansOf(d)) {
+      keys.add(key(plan, engine, connector)).add(key(plan, engine, ANY));
+      keys.add(key(plan, ANY, connector)).add(key(plan, ANY, ANY));
+    }
+  }
+  return (prefill) => {
+    const engines = prefill.engine === undefined ? [ANY] : [prefill.engine, UNNAMED];
+    const connectors = prefill.kvConnector === undefined ? [ANY] : [prefill.kvConnector, UNNAMED];
+    for (const plan of plansOf(prefill))
+      for (const e of engines) for (const c of connectors) if (keys.has(key(plan, e, c))) return true;
+    return false;
+  };
+}
+
+/** Why plans overlap yet no pair forms: each side's engine kinds and connectors (a failure message). */
+export function unpairedReason(prefills: readonly PairFacts[], decodes: readonly PairFacts[]): string {
+  const facts = (side: readonly PairFacts[]): string =>
+    [...new Set(side.map((i) => `${i.engine ?? 'any engine'} ${i.kvConnector ?? 'any connector'}`))]
+      .sort()
+      .join(', ');
+  return (
+    'no prefill/decode pair shares a dispatch plan, engine kind and KV connector ' +
+    `(prefill: ${facts(prefills)}; decode: ${facts(decodes)})`
+  );
 }

@@ -6,7 +6,7 @@ import { EngineMetricsStore } from './engine-metrics.js';
 import { LoadTracker } from './load-tracker.js';
 import type { SchedulingServices, SelectionContext } from './plugin.js';
 import { textBlockHashes, tokenBlockHashes } from './prefix-hash.js';
-import { pairsWithAny, sameEngine } from './pair-compatibility.js';
+import { canPair, pairableDecodes, unpairedReason } from './pair-compatibility.js';
 import { RoleProfile } from './role-profile.js';
 import { seededRandom, type RandomSource } from './seeded-random.js';
 import type {
@@ -80,7 +80,7 @@ interface DecisionSteps<T> {
     candidates: readonly SchedulableInstance[],
     reason: SingleReason,
   ): T | undefined;
-  /** A prefill and a decode sharing a plan of `shared` (both sides already filtered). */
+  /** A prefill and a decode sharing a plan of `shared`; every `prefill` has a decode it can pair with. */
   pair(
     ctx: DecisionContext,
     prefill: readonly SchedulableInstance[],
@@ -266,7 +266,10 @@ export class Scheduler {
     const decodePlans = this.planUnion(decodeAvailable);
     const shared = new Set<DispatchPlan>();
     for (const plan of prefillPlans) if (decodePlans.has(plan)) shared.add(plan);
-    if (shared.size > 0) return steps.pair(ctx, prefillAvailable, decodeAvailable, shared, dropped);
+    // Only prefills with a decode to pair with: a shared plan, engine kind and KV connector.
+    const hasDecode = shared.size > 0 ? pairableDecodes(decodeAvailable, (i) => this.plans(i)) : undefined;
+    const pairable = hasDecode ? prefillAvailable.filter(hasDecode) : [];
+    if (pairable.length > 0) return steps.pair(ctx, pairable, decodeAvailable, shared, dropped);
 
     // No pair. Union fallback (conformance 14), then degraded prefill-only (conformance 15).
     if (union.length > 0 && fallback.union) {
@@ -282,6 +285,8 @@ export class Scheduler {
       const decision = steps.single(ctx, 'prefill', prefillAvailable, 'degraded_prefill');
       if (decision) return decision;
     }
+    const unpaired = shared.size > 0 ? unpairedReason(prefillAvailable, decodeAvailable) : undefined;
+    if (unpaired) return steps.failure(failureOf('no_compatible_pair', unpaired, [], dropped));
     return steps.failure(
       this.noRoute(prefill, decode, prefillAvailable, decodeAvailable, prefillPlans, decodePlans, dropped),
     );
@@ -341,21 +346,15 @@ export class Scheduler {
       const instance = this.profiles[role].pick(ctx, candidates);
       return instance ? this.singleOn(ctx, instance, reason) : undefined;
     },
-    pair: (ctx, prefillAvailable, decodeAvailable, shared, dropped) => {
+    pair: (ctx, prefillAvailable, decodeAvailable, _shared, dropped) => {
       ctx.role = 'prefill';
-      const decodeEngines = new Set(decodeAvailable.map((instance) => instance.engine));
-      const p = this.profiles.prefill.pick(
-        ctx,
-        prefillAvailable.filter(
-          (instance) => this.sharesAny(instance, shared) && pairsWithAny(instance, decodeEngines),
-        ),
-      );
+      const p = this.profiles.prefill.pick(ctx, prefillAvailable);
       const pPlans = p ? this.plans(p) : EMPTY_PLANS;
       ctx.role = 'decode';
       const d = p
         ? this.profiles.decode.pick(
             ctx,
-            decodeAvailable.filter((instance) => this.sharesAny(instance, pPlans) && sameEngine(p, instance)),
+            decodeAvailable.filter((instance) => this.sharesAny(instance, pPlans) && canPair(p, instance)),
           )
         : undefined;
       if (!p || !d) return this.picking.failure(unavailable(dropped, 'a picker returned no instance'));

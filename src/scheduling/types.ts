@@ -18,6 +18,12 @@ export interface SchedulableInstance {
    * trigger on vLLM, the bootstrap room on SGLang). Absent = pairs with any instance.
    */
   readonly engine?: string;
+  /**
+   * The KV connector moving the cache (vLLM `kv_transfer_config.kv_connector`, e.g. `NixlConnector`,
+   * `MooncakeConnectorV1`): a pair is only formed within one connector, as both are `handoff` yet cannot
+   * read each other's blocks. Absent (SGLang, registrations that do not say) = pairs with any instance.
+   */
+  readonly kvConnector?: string;
 }
 
 /** What the scheduler needs to know about one client request. Build it once per request. */
