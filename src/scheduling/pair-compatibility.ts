@@ -30,6 +30,17 @@ export function pairableDecodes<I extends PairFacts>(
   decodes: readonly I[],
   plansOf: (instance: I) => Iterable<string>,
 ): (prefill: I) => boolean {
+  // The common fleet: every decode names the same facts. One comparison per prefill, no keys built.
+  const first = decodes[0];
+  if (first && decodes.every((d) => d.engine === first.engine && d.kvConnector === first.kvConnector)) {
+    const plans = new Set<string>();
+    for (const d of decodes) for (const plan of plansOf(d)) plans.add(plan);
+    return (prefill) => {
+      if (!canPair(prefill, first)) return false;
+      for (const plan of plansOf(prefill)) if (plans.has(plan)) return true;
+      return false;
+    };
+  }
   const keys = new Set<string>();
   for (const d of decodes) {
     const engine = d.engine ?? UNNAMED;
