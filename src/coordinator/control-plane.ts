@@ -12,6 +12,7 @@ import {
 import { httpJsonGetter } from './discovery-probe.js';
 import { InstanceDiscovery } from './instance-discovery.js';
 import { RegistryInstanceSource, registrationFromConfig } from './registry-instance-source.js';
+import { servedModels } from './route.js';
 import type { Upstreams } from './upstream.js';
 
 export interface ManagementProviders {
@@ -124,6 +125,9 @@ export async function startControlPlane(
           return { in_flight_legs: instance.inFlight, ...(typeof extra === 'object' ? extra : {}) };
         },
         ...(providers.circuit ? { circuit: providers.circuit } : {}),
+        // what routing uses, discovery included; an instance discovery holds out is not routable
+        effective: (id) => effectiveView(instances, id),
+        routable: (id) => instances.routable().some((i) => i.id === id),
         port: m.port,
         host: m.host,
         ...(m.adminToken !== undefined ? { adminToken: m.adminToken } : {}),
@@ -139,5 +143,20 @@ export async function startControlPlane(
       await registry.close();
       await getter.close();
     },
+  };
+}
+
+/** An instance as this replica routes it: configured values filled in by discovery (never its keys). */
+function effectiveView(source: RegistryInstanceSource, id: string): Record<string, unknown> | null {
+  const i = source.get(id);
+  if (!i) return null;
+  return {
+    engine: i.engine,
+    profile: i.profile,
+    dispatch_capabilities: i.dispatchCapabilities,
+    kv_connector: i.kvConnector ?? null,
+    models: servedModels(i),
+    bootstrap_port: i.bootstrapPort ?? null,
+    problem: source.problems()[id] ?? null,
   };
 }

@@ -65,6 +65,7 @@ async function coordinator(instances: unknown[], log: Logger = quiet()): Promise
     health: { intervalMs: 200, timeoutMs: 2_000 },
     retry: { maxAttempts: 1 },
     observability: { accessLog: false, metrics: false, dashboard: false },
+    management: { port: 0 },
   });
   const running = await startCoordinator(config, log);
   closers.push(() => running.close());
@@ -111,6 +112,18 @@ describe('discovery in proxy mode: `{url, role}` per engine proxy is enough', ()
     expect(ready.status).toBe(503);
     expect(ready.json.instances).toEqual({ d: `not scheduled: ${reason}` });
     expect(c.controlPlane!.source.routable().map((i) => i.id)).toEqual(['p']);
+    // the management API shows what routing uses, not only the config's record
+    const view = (await http(c.managementUrl!, 'GET', '/v1/instances/d')).json;
+    expect(view).toMatchObject({
+      routable: false,
+      dispatch_capabilities: [],
+      effective: {
+        engine: 'vllm',
+        profile: 'handoff',
+        models: ['motor-sim-7b'],
+      },
+    });
+    expect(view.effective.problem).toBe(`not scheduled: ${reason}`);
   });
 
   it('an instance down at start-up is held out until it answers, then discovered', async () => {

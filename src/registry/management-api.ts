@@ -30,6 +30,8 @@ export interface InstanceView extends InstanceRecord {
   load: unknown;
   /** From the `circuit` provider (e.g. `closed|open|half_open`); null without one. */
   circuit: unknown;
+  /** From the `effective` provider: what this replica routes with (config + discovery); null without one. */
+  effective: unknown;
 }
 
 export interface ManagementApiOptions {
@@ -38,6 +40,9 @@ export interface ManagementApiOptions {
   health?: { health(id: string): InstanceHealth | undefined; isRoutable(id: string): boolean };
   load?: (id: string) => unknown;
   circuit?: (id: string) => unknown;
+  effective?: (id: string) => unknown;
+  /** Overrides `routable` (e.g. an instance discovery holds out); default: the health provider's. */
+  routable?: (id: string) => boolean;
   /** When set, every request needs `Authorization: Bearer <adminToken>` (401 without, 403 if wrong). */
   adminToken?: string;
   logger?: Logger;
@@ -286,14 +291,19 @@ class ManagementRoutes {
   }
 
   private view(record: InstanceRecord): InstanceView {
-    const { health, load, circuit } = this.options;
+    const { health, load, circuit, effective, routable } = this.options;
     return {
       ...record,
       health: health?.health(record.id) ?? null,
-      routable: health ? health.isRoutable(record.id) : record.state === 'active',
+      routable: routable
+        ? routable(record.id)
+        : health
+          ? health.isRoutable(record.id)
+          : record.state === 'active',
       in_flight: this.registry.inFlight(record.id),
       load: load?.(record.id) ?? null,
       circuit: circuit?.(record.id) ?? null,
+      effective: effective?.(record.id) ?? null,
     };
   }
 
