@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   idle_timeout: { status: 504, type: 'server_error', retryable: false },
   deadline_exceeded: { status: 504, type: 'server_error', retryable: false },
   client_disconnect: { status: 499, type: 'invalid_request_error', retryable: false },
+  /** A stream client left its socket full (not reading) for `timeouts.clientStallMs`: cut, charged to nobody. */
+  client_stalled: { status: 499, type: 'invalid_request_error', retryable: false },
   internal: { status: 500, type: 'server_error', retryable: false },
 } as const satisfies Record<string, { status: number; type: string; retryable: boolean }>;
 

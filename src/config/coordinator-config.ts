@@ -13,6 +13,7 @@ import * as engineKeys from './engine-credentials.js';
 import { instanceProfile } from './instance-profile.js';
 import { mergeDeep } from './merge-deep.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
+import { timeoutsSection } from './timeouts-section.js';
 
 /**
  * The coordinator's configuration: this one schema is the source of truth for types, defaults and
@@ -165,23 +166,7 @@ export const coordinatorConfigSchema = z.strictObject({
     })
     .prefault({})
     .describe('new attempts, only before the first byte reached the client'),
-  timeouts: z
-    .strictObject({
-      connectMs: ms(5_000, 'TCP connect timeout to an instance'),
-      firstTokenMs: ms(
-        120_000,
-        'attempt start → first byte for the client (prefill included; non-stream: the prefill leg); retryable; 0 = off',
-      ),
-      idleMs: ms(60_000, 'longest gap between stream chunks after the first; 0 = off'),
-      totalMs: ms(600_000, 'overall deadline of a client request, retries included; 0 = off'),
-      stopMs: ms(2_000, 'timeout of one `/v1/dispatch/stop` (or SGLang `/abort_request`) call'),
-      metaserverWaitMs: ms(
-        5_000,
-        'direct trigger: how long a metaserver call waits for an unknown request id before 404',
-      ),
-    })
-    .prefault({})
-    .describe('0 turns a timeout off where noted'),
+  timeouts: timeoutsSection,
   registry: z
     .strictObject({
       store: z

@@ -39,6 +39,7 @@ describe('legOutcome', () => {
     [err('first_token_timeout'), 'failure'],
     [err('idle_timeout'), 'failure'],
     [err('client_disconnect'), 'cancelled'],
+    [err('client_stalled'), 'cancelled'],
     [err('deadline_exceeded'), 'cancelled'],
     [err('instance_withdrawn', { instanceId: 'a' }), 'cancelled'],
   ] as const)('%s → %s', (e, outcome) => {

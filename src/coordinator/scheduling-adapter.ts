@@ -94,6 +94,7 @@ export function legOutcome(instanceId: string, err: MotorError | null | undefine
   if (
     err.stoppedByPeer ||
     err.code === 'client_disconnect' ||
+    err.code === 'client_stalled' ||
     err.code === 'deadline_exceeded' ||
     err.code === 'instance_withdrawn' // drained/paused after the pick: no request reached it
   )

@@ -17,7 +17,11 @@ export interface AttemptServices {
   readonly scheduling: Pick<SchedulingAdapter, 'beginLeg' | 'unused'>;
   readonly upstreams: Pick<Upstreams, 'request'>;
   readonly transports: LegTransports;
-  readonly timeouts: { readonly firstTokenMs: number; readonly idleMs: number };
+  readonly timeouts: {
+    readonly firstTokenMs: number;
+    readonly idleMs: number;
+    readonly clientStallMs: number;
+  };
   /** Tells the engines of a failed attempt to stop its legs (stop-legs.ts). */
   readonly stopLegs: (attempt: Attempt, reason: DispatchStopReason) => void;
 }
@@ -35,6 +39,10 @@ export class Attempt {
   /** The instances the scheduler picked (forced routes: none). */
   private readonly picked: readonly Instance[];
   private watchdog: NodeJS.Timeout | null = null;
+  /** The client's socket is full and the relay paused the upstream: engine silence is not counted. */
+  private clientPaused = false;
+  /** The client's own bound while paused; made at the first pause, re-armed by later ones. */
+  private stallTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly services: AttemptServices,
@@ -127,11 +135,31 @@ export class Attempt {
     this.clearWatchdog();
     const { idleMs } = this.services.timeouts;
     if (idleMs > 0) {
-      this.watchdog = setTimeout(
-        () => this.fail(new MotorError('idle_timeout', `no stream data for ${idleMs} ms`), 'timeout'),
-        idleMs,
-      );
+      // Measures the engine only: a gap that ends while the client is not reading is the client's.
+      this.watchdog = setTimeout(() => {
+        if (!this.clientPaused)
+          this.fail(new MotorError('idle_timeout', `no stream data for ${idleMs} ms`), 'timeout');
+      }, idleMs);
     }
+  }
+
+  /**
+   * The client's socket stopped draining and the relay paused the upstream: the idle watchdog stops
+   * counting and the client's own bound (`timeouts.clientStallMs`) starts. Timers are made once and
+   * re-armed (no allocation per pause).
+   */
+  clientStalled(): void {
+    this.clientPaused = true;
+    const { clientStallMs } = this.services.timeouts;
+    if (clientStallMs <= 0 || this.failure) return;
+    if (this.stallTimer) this.stallTimer.refresh();
+    else this.stallTimer = setTimeout(() => this.cutStalledClient(clientStallMs), clientStallMs);
+  }
+
+  /** The client's socket drained: the engine's idle watchdog counts again, from now. */
+  clientDrained(): void {
+    this.clientPaused = false;
+    if (!this.failure) this.watchdog?.refresh();
   }
 
   /** Non-stream: the prefill leg is done, the rest is bounded by the overall deadline. */
@@ -159,6 +187,8 @@ export class Attempt {
   /** Ends the attempt's bookkeeping (legs released, timers cleared, detached from the request). */
   finish(): void {
     this.clearWatchdog();
+    if (this.stallTimer) clearTimeout(this.stallTimer);
+    this.stallTimer = null;
     this.cancellation.release();
     const failure = this.failure;
     for (const leg of this.legs) leg.obs.end(failure?.code ?? null);
@@ -173,6 +203,20 @@ export class Attempt {
     this.clearWatchdog();
     for (const leg of this.legs) leg.ctl.abort();
     this.services.stopLegs(this, reason);
+  }
+
+  /**
+   * A stream client left its socket full for `clientStallMs`: the request ends as a client failure
+   * (`client_stalled`, charged to no instance, legs stopped as for a disconnect) and its socket is
+   * closed — nothing more can be written to it.
+   */
+  private cutStalledClient(clientStallMs: number): void {
+    if (!this.clientPaused || this.failure) return; // drained since the last pause
+    this.session.cancellation.cancel(
+      new MotorError('client_stalled', `the client read nothing for ${clientStallMs} ms`),
+      'client_disconnect',
+    );
+    this.session.sink.cut();
   }
 
   private clearWatchdog(): void {

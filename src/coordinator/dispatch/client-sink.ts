@@ -42,6 +42,11 @@ export class ClientSink {
     this.res.end(SSE_DONE_FRAME);
   }
 
+  /** A stalled client (`client_stalled`): nothing more can reach it, so its socket is closed. */
+  cut(): void {
+    this.res.destroy();
+  }
+
   sendJson(status: number, body: unknown): void {
     this.committed = true;
     const payload = JSON.stringify(body);

@@ -68,6 +68,7 @@ export class DispatchHarness {
   readonly events: ObservedEvent[] = [];
   readonly triggers = new TakeOnceStore<PendingTrigger>();
   readonly source: StaticInstanceSource;
+  readonly scheduling: SchedulingAdapter;
   readonly dispatcher: Dispatcher;
   private server: Server | null = null;
   private url = '';
@@ -88,10 +89,11 @@ export class DispatchHarness {
     this.source = new StaticInstanceSource(resolved.instances);
     const upstreams = this.fakeUpstreams() as Upstreams;
     const log = createLogger('dispatch-test', 'silent');
+    this.scheduling = new SchedulingAdapter(resolved.scheduling, { source: this.source, upstreams, log });
     this.dispatcher = new Dispatcher({
       config: resolved,
       source: this.source,
-      scheduling: new SchedulingAdapter(resolved.scheduling, { source: this.source, upstreams, log }),
+      scheduling: this.scheduling,
       upstreams,
       triggers: this.triggers,
       log,
@@ -144,6 +146,41 @@ export class DispatchHarness {
     for await (const chunk of res) text += chunk as string;
     await this.served;
     return { status: res.statusCode ?? 0, headers: res.headers, text };
+  }
+
+  /**
+   * A stream client that stops reading: it pauses the response as soon as the status line arrives (its
+   * socket fills, the relay pauses the engine) and reads on after `resumeAfterMs`, or once the
+   * dispatcher is done with the request. `complete`: the response ended normally (not cut).
+   */
+  async sendSlowReader(
+    body: Record<string, unknown>,
+    resumeAfterMs?: number,
+  ): Promise<ClientReply & { complete: boolean }> {
+    const url = await this.listen();
+    const payload = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...body });
+    const req = httpRequest(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
+    req.on('error', () => {});
+    req.end(payload);
+    const [res] = (await once(req, 'response')) as [IncomingMessage];
+    res.pause();
+    const served = this.served;
+    await (resumeAfterMs === undefined ? served : new Promise((r) => setTimeout(r, resumeAfterMs)));
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => (text += chunk));
+    const complete = new Promise<boolean>((resolve) => {
+      res.on('end', () => resolve(res.complete));
+      res.on('error', () => resolve(false));
+      res.on('close', () => resolve(res.complete));
+    });
+    res.resume();
+    const result = { status: res.statusCode ?? 0, headers: res.headers, complete: await complete };
+    await served;
+    return { ...result, text };
   }
 
   /** Events the observer saw, by name. */
@@ -267,7 +304,8 @@ async function play(stream: PassThrough, reply: Exclude<EngineReply, { kind: 're
   }
   for (const frame of reply.frames) {
     if (stream.destroyed) return;
-    stream.write(`data: ${frame}\n\n`);
+    // A fast engine that honours backpressure: it waits while the coordinator has paused its stream.
+    if (!stream.write(`data: ${frame}\n\n`)) await drainedOrClosed(stream);
     await new Promise((r) => setTimeout(r, reply.gapMs ?? 0));
   }
   if (stream.destroyed) return;
@@ -276,6 +314,16 @@ async function play(stream: PassThrough, reply: Exclude<EngineReply, { kind: 're
   else if (end === 'truncate') stream.end();
   else if (end === 'error')
     stream.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+}
+
+function drainedOrClosed(stream: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      stream.off('drain', done).off('close', done);
+      resolve();
+    };
+    stream.once('drain', done).once('close', done);
+  });
 }
 
 function kvFields(requestId: string): MetaserverKvFields {

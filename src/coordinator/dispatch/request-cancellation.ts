@@ -25,8 +25,10 @@ export class RequestCancellation extends Cancellation {
     });
   }
 
+  /** The client cannot be written to: it went away, or it stalled and was cut (attempt.ts). */
   get clientGone(): boolean {
-    return this.reason?.code === 'client_disconnect';
+    const code = this.reason?.code;
+    return code === 'client_disconnect' || code === 'client_stalled';
   }
 
   get deadlineHit(): boolean {

@@ -80,8 +80,13 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
         }
         if (last) sink.res.cork();
         if (!sink.write(out) && !last) {
+          // Backpressure: the upstream waits for the client, whose stall is its own (attempt.ts).
           body.pause();
-          sink.res.once('drain', () => body.resume());
+          attempt.clientStalled();
+          sink.res.once('drain', () => {
+            attempt.clientDrained();
+            body.resume();
+          });
         }
       }
       if (last) {
