@@ -68,6 +68,15 @@ describe('slow readers', () => {
     expect(h.observed('attemptFailed')).toEqual([]);
   });
 
+  it('after a client pause the idle watchdog counts again: an engine that then goes silent is charged', async () => {
+    const h = harness(fastStream(300, 'hang'), { idleMs: 100, clientStallMs: 5_000 });
+    const res = await h.sendSlowReader({ stream: true }, 400);
+    expect(res.text.endsWith(DONE)).toBe(true);
+    expect(res.text).toContain('"code":"idle_timeout"');
+    expect(h.observed('attemptFailed')).toEqual([['idle_timeout', 'timeout']]);
+    expect(h.scheduling.scheduler.breakers.state('D')).toBe('open');
+  });
+
   it('an engine that goes silent while the client reads still gets idle_timeout, charged', async () => {
     const h = harness(fastStream(3, 'hang'), { idleMs: 100, clientStallMs: 50 });
     const res = await h.send({ stream: true });
