@@ -103,7 +103,7 @@ export const coordinatorConfigSchema = z.strictObject({
         .url()
         .optional()
         .describe(
-          'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver`); ' +
+          'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver/<per-attempt token>`); ' +
             'default: the bound URL; required when that is a wildcard or loopback address remote decodes cannot call',
         ),
     })
@@ -177,7 +177,7 @@ export const coordinatorConfigSchema = z.strictObject({
       stopMs: ms(2_000, 'timeout of one `/v1/dispatch/stop` (or SGLang `/abort_request`) call'),
       metaserverWaitMs: ms(
         5_000,
-        'direct trigger: how long a metaserver call waits for an unknown request id before 404',
+        'unused since direct-trigger metaserver URLs carry a per-attempt token (an unknown one is 404 at once); kept so configs load',
       ),
     })
     .prefault({})
