@@ -104,7 +104,7 @@ export const coordinatorConfigSchema = z.strictObject({
         .url()
         .optional()
         .describe(
-          'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver`); ' +
+          'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver/<per-attempt token>`); ' +
             'default: the bound URL; required when that is a wildcard or loopback address remote decodes cannot call',
         ),
     })

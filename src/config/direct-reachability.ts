@@ -7,7 +7,7 @@ const hostOf = (url: string): string => new URL(url).hostname;
 
 /**
  * In direct mode the coordinator hands stock engines addresses they must reach themselves: a
- * layer-wise decode calls `<server.publicUrl, else the bound URL>/v1/metaserver`, an SGLang decode
+ * layer-wise decode calls `<server.publicUrl, else the bound URL>/v1/metaserver/<token>`, an SGLang decode
  * connects to the prefill URL's host for bootstrap. One line per configured combination that cannot
  * work (instances registered later are not seen here).
  */
@@ -22,7 +22,7 @@ export function directReachabilityIssues(
   if (triggerDecodes.length > 0 && isWildcardHost(metaserverHost)) {
     issues.push(
       `server.publicUrl: required with direct trigger decodes when server.host is ${server.host} ` +
-        '(decode engines are told to call <publicUrl>/v1/metaserver and cannot call a wildcard address)',
+        '(decode engines are told to call <publicUrl>/v1/metaserver/<token> and cannot call a wildcard address)',
     );
   } else if (isLoopbackHost(metaserverHost)) {
     const remote = triggerDecodes.find((d) => !isLoopbackHost(hostOf(d.url)));

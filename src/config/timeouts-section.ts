@@ -23,7 +23,7 @@ export const timeoutsSection = z
     stopMs: ms(2_000, 'timeout of one `/v1/dispatch/stop` (or SGLang `/abort_request`) call'),
     metaserverWaitMs: ms(
       5_000,
-      'direct trigger: how long a metaserver call waits for an unknown request id before 404',
+      'unused since direct-trigger metaserver URLs carry a per-attempt token (an unknown one is 404 at once); kept so configs load',
     ),
   })
   .prefault({})

@@ -7,7 +7,7 @@ import type { Attempt } from './attempt.js';
 import { relayDecode, type PrefillOutcome } from './decode-relay.js';
 import { dispatchFor, prefillShapedBody, type LegInput } from './leg-request.js';
 import { awaitPrefill, prefillCompleted } from './prefill-result.js';
-import type { PendingTriggers } from './pending-trigger.js';
+import { newTriggerToken, type PendingTriggers } from './pending-trigger.js';
 
 export interface ConcurrentFlowDeps {
   triggers: PendingTriggers;
@@ -40,11 +40,13 @@ export async function runConcurrent(
     dispatch: dispatchFor(ids, 'prefill', route),
     bootstrap,
   };
+  // Direct trigger: a per-attempt token in the URL only the decode leg gets; it dies with the attempt.
+  const pass = flow === 'trigger' ? newTriggerToken() : null;
   const metaserverUrl =
-    flow === 'trigger' ? attempt.transportFor(route.prefill).triggerMetaserverUrl() : null;
+    pass !== null ? attempt.transportFor(route.prefill).triggerMetaserverUrl(pass.token) : null;
   const prefillDone =
     metaserverUrl !== null
-      ? prefillOnMetaserverCall(attempt, route, prefillInput, deps.triggers)
+      ? prefillOnMetaserverCall(attempt, route, prefillInput, deps.triggers, pass!.key)
       : sendPrefill(attempt, route, prefillInput);
   try {
     const decodeLeg = attempt.open(route.decode, 'decode', {
@@ -59,7 +61,7 @@ export async function runConcurrent(
     const gate = flow === 'trigger' && metaserverUrl === null ? prefillDone : null;
     return await relayDecode(attempt, decodeLeg, gate, session.client.stream ? null : prefillDone);
   } finally {
-    if (metaserverUrl !== null) deps.triggers.delete(ids.engineRequestId);
+    if (metaserverUrl !== null) deps.triggers.delete(pass!.key);
   }
 }
 
@@ -72,8 +74,9 @@ function sendPrefill(attempt: Attempt, route: PdRoute, input: LegInput): Prefill
 }
 
 /**
- * A stock vLLM prefill has no metaserver: the coordinator serves it (gateway `POST /v1/metaserver`)
- * and runs the prefill leg when the decode engine's connector calls with its KV fields. A failed
+ * A stock vLLM prefill has no metaserver: the coordinator serves it (gateway
+ * `POST /v1/metaserver/<token>`, the trigger stored under the token's `key`) and runs the prefill leg
+ * when the decode engine's connector calls with its KV fields. A failed
  * prefill fails the attempt (`prefillSettled`), which aborts the decode leg: the connector would
  * otherwise wait for KV, whatever the metaserver answers.
  */
@@ -82,9 +85,11 @@ function prefillOnMetaserverCall(
   route: PdRoute,
   input: LegInput,
   triggers: PendingTriggers,
+  key: string,
 ): PrefillOutcome {
   return new Promise((resolve) => {
-    triggers.put(attempt.ids.engineRequestId, {
+    triggers.put(key, {
+      engineRequestId: attempt.ids.engineRequestId,
       fail: (err) => attempt.fail(err, 'peer_failed'),
       run: async (fields) => {
         const leg = attempt.open(route.prefill, 'prefill', { ...input, triggerKv: fields });

@@ -89,7 +89,7 @@ export class DirectTransport implements LegTransport {
     }
   }
 
-  triggerMetaserverUrl(): string {
-    return `${this.deps.publicUrl()}/v1/metaserver`;
+  triggerMetaserverUrl(token: string): string {
+    return `${this.deps.publicUrl()}/v1/metaserver/${token}`;
   }
 }

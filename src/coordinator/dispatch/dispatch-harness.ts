@@ -14,7 +14,7 @@ import type { UpstreamRequest, Upstreams } from '../upstream.js';
 import { Dispatcher } from './dispatcher.js';
 import { RequestCancellation } from './request-cancellation.js';
 import { TakeOnceStore } from '../../common/take-once-store.js';
-import type { PendingTrigger } from './pending-trigger.js';
+import { triggerKey, type PendingTrigger } from './pending-trigger.js';
 
 /**
  * Test harness for the dispatch flows, in process: the Dispatcher over scripted fake engines (no
@@ -112,12 +112,16 @@ export class DispatchHarness {
     while (this.callsTo(instanceId).length < n) await new Promise<void>((r) => this.waiters.push(r));
   }
 
-  /** Direct trigger: what the decode engine's connector does, the gateway's `/v1/metaserver` part. */
+  /**
+   * Direct trigger: what the decode engine's connector does (posts to its leg's metaserver URL), the
+   * gateway's `/v1/metaserver/:token` part.
+   */
   async callMetaserver(call: LegCall): Promise<{ status: number; body: unknown }> {
-    const requestId = call.headers['x-request-id']!;
-    const entry = await this.triggers.takeOrWait(requestId, 1000);
+    const url = (call.body.kv_transfer_params as { metaserver?: string } | undefined)?.metaserver;
+    const key = triggerKey(url?.slice(`${PUBLIC_URL}/v1/metaserver/`.length));
+    const entry = key === null ? undefined : this.triggers.take(key);
     if (entry === undefined) return { status: 404, body: null };
-    return entry.run(kvFields(requestId));
+    return entry.run(kvFields(call.headers['x-request-id']!));
   }
 
   /**

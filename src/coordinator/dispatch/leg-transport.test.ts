@@ -153,9 +153,9 @@ describe('LegTransport.request', () => {
 
   it.each<[string, Instance, string | null]>([
     ['proxy: the engine proxy serves it', proxyP!, null],
-    ['direct: this coordinator serves it', vllmP!, 'http://coordinator:8000/v1/metaserver'],
+    ['direct: this coordinator serves it', vllmP!, 'http://coordinator:8000/v1/metaserver/t0k3n'],
   ])('trigger metaserver, %s', (_name, prefill, url) => {
-    expect(transports.for(prefill).triggerMetaserverUrl()).toBe(url);
+    expect(transports.for(prefill).triggerMetaserverUrl('t0k3n')).toBe(url);
   });
 });
 

@@ -35,9 +35,10 @@ export interface LegTransport {
   /**
    * Trigger flow: where the decode engine asks for its prefill. null: at the prefill instance (its
    * engine proxy holds the prefill leg, sent at once). A URL: this coordinator's metaserver (a stock
-   * prefill engine has none), and the prefill leg starts when that call brings the decode's KV fields.
+   * prefill engine has none) carrying the attempt's `token`, and the prefill leg starts when that
+   * call brings the decode's KV fields.
    */
-  triggerMetaserverUrl(): string | null;
+  triggerMetaserverUrl(token: string): string | null;
 }
 
 export interface TransportDeps {

@@ -58,7 +58,7 @@ export function createGateway(deps: GatewayDeps): Server {
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
       sendJson(res, 200, modelList(deps.source));
     })
-    .add('POST', '/v1/metaserver', metaserverRoute(deps, bodies));
+    .add('POST', '/v1/metaserver/:token', metaserverRoute(deps));
   for (const [path, kind] of Object.entries(API_ROUTES)) {
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }

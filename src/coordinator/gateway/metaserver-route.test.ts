@@ -3,13 +3,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBody, loadEngineFixture } from '../../../test/fixtures/engines/load.js';
-import { BodyReader } from '../../common/body-reader.js';
-import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { DispatchHarness, type EngineReply, type LegCall } from '../dispatch/dispatch-harness.js';
-import { metaserverRoute } from './metaserver-route.js';
+import { METASERVER_MAX_BODY_BYTES, metaserverRoute } from './metaserver-route.js';
 
 /**
- * Direct trigger: the coordinator's `/v1/metaserver` against what vllm-ascend's layer-wise connector
+ * Direct trigger: the coordinator's `/v1/metaserver/:token` against what vllm-ascend's layer-wise connector
  * really sends. The connector ignores the answer and waits for KV (fixture README fact 5), so the
  * fake decode engine here does too: it streams only when its prefill ran, else it hangs — until
  * the coordinator aborts it. The first-token timeout is a minute, far beyond the test's bound: a
@@ -22,7 +20,7 @@ const CONFIG = {
     { id: 'P', url: 'http://p.test:1', role: 'prefill', dispatchProfile: 'trigger', mode: 'direct' },
     { id: 'D', url: 'http://d.test:2', role: 'decode', dispatchProfile: 'trigger', mode: 'direct' },
   ],
-  timeouts: { firstTokenMs: 60_000, metaserverWaitMs: 50 },
+  timeouts: { firstTokenMs: 60_000 },
 };
 const STREAM: EngineReply = {
   kind: 'sse',
@@ -52,21 +50,29 @@ afterEach(async () => {
   server = harness = null;
 });
 
-/** The coordinator's metaserver route on loopback, over the harness's pending triggers. */
-async function startMetaserver(h: DispatchHarness): Promise<(body: unknown) => Promise<MetaserverAnswer>> {
-  const route = metaserverRoute(
-    { config: validateCoordinatorConfig(CONFIG), triggers: h.triggers },
-    new BodyReader({ maxBytes: 1 << 20 }),
-  );
-  server = createServer((req, res) => void route(req, res));
+/** Posts `body` to a metaserver path of the loopback route. */
+type Post = (path: string, body: unknown) => Promise<MetaserverAnswer>;
+
+/** The metaserver path Motor gave the decode leg `call` (its URL is on the harness's public URL). */
+function metaserverPath(call: LegCall): string {
+  return new URL((call.body.kv_transfer_params as { metaserver: string }).metaserver).pathname;
+}
+
+/** The coordinator's metaserver route on loopback (`/v1/metaserver/:token`), over the harness's triggers. */
+async function startMetaserver(h: DispatchHarness): Promise<Post> {
+  const route = metaserverRoute({ triggers: h.triggers });
+  server = createServer((req, res) => {
+    const token = /^\/v1\/metaserver\/([^/]+)$/.exec(req.url ?? '')?.[1];
+    void route(req, res, token === undefined ? {} : { token });
+  });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/metaserver`;
-  return async (body) => {
-    const res = await fetch(url, {
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return async (path, body) => {
+    const res = await fetch(`${base}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
+      body: typeof body === 'string' ? body : JSON.stringify(body),
     });
     return { status: res.status, body: await res.json() };
   };
@@ -74,12 +80,14 @@ async function startMetaserver(h: DispatchHarness): Promise<(body: unknown) => P
 
 /**
  * Runs one client request. The decode engine's connector posts `bodyFor(call, n)` (n: the decode
- * leg's number) and, like the real engine, ignores the answer; it streams only when a prefill leg
- * of its attempt was answered 200 (its KV arrived).
+ * leg's number) to its leg's metaserver URL and, like the real engine, ignores the answer; it
+ * streams only when a prefill leg of its attempt was answered 200 (its KV arrived). `before` runs
+ * first, as another caller racing the connector (an attacker who read the root id).
  */
 async function run(
   bodyFor: (call: LegCall, n: number) => unknown,
   prefill: (n: number) => EngineReply = () => ({ kind: 'json', body: { id: 'p' } }),
+  before?: (post: Post, call: LegCall) => Promise<void>,
 ) {
   const answers: MetaserverAnswer[] = [];
   let decodes = 0;
@@ -88,7 +96,8 @@ async function run(
     P: () => prefill(prefills++),
     D: async (call, self): Promise<EngineReply> => {
       const n = decodes++;
-      answers.push(await post(bodyFor(call, n)));
+      await before?.(post, call);
+      answers.push(await post(metaserverPath(call), bodyFor(call, n)));
       const kvArrived = await Promise.all(
         self
           .callsTo('P')
@@ -101,7 +110,7 @@ async function run(
   harness = h;
   const post = await startMetaserver(h); // (the decode script runs only after this)
   const reply = await h.send({ stream: true, max_tokens: 8 });
-  return { h, reply, answers };
+  return { h, reply, answers, post };
 }
 
 // A decode left waiting for KV would hang until firstTokenMs (60 s): bound each case well below it.
@@ -155,11 +164,68 @@ describe('direct-mode metaserver', { timeout: 5_000 }, () => {
     expect(h.callsTo('D')[0]!.aborted).toBe(true);
   });
 
-  it('an unknown id answers 404 after the bounded wait', async () => {
+  it.each<[string, (call: LegCall) => unknown]>([
+    ['too large', (call) => ({ ...metaserverBody(V17, call), pad: 'x'.repeat(METASERVER_MAX_BODY_BYTES) })],
+    ['not JSON', () => '{"request_id":'],
+    [
+      "another attempt's request_id",
+      (call) => ({ ...metaserverBody(V17, call), request_id: 'chatcmpl-other#a1' }),
+    ],
+  ])('a valid token with a body %s fails its attempt at once: decode aborted, retried', async (_n, bad) => {
+    const { h, reply, answers } = await run((call, n) => (n === 0 ? bad(call) : metaserverBody(V17, call)));
+    expect(reply?.status).toBe(200);
+    expect(answers.map((a) => a.status)).toEqual([expect.any(Number), 200]);
+    expect(answers[0]!.status).toBeGreaterThanOrEqual(400);
+    expect(h.callsTo('D')).toHaveLength(2);
+    expect(h.callsTo('D')[0]!.aborted).toBe(true);
+    expect(h.callsTo('P')).toHaveLength(1);
+  });
+
+  it("a hijack (the victim's id, no or a wrong token) is a 404 that fails nothing", async () => {
+    const hijacks: MetaserverAnswer[] = [];
+    const { h, reply, answers, post } = await run(
+      (call) => metaserverBody(V17, call),
+      undefined,
+      async (post, call) => {
+        const evil = { ...metaserverBody(V17, call), remote_host: '6.6.6.6' };
+        for (const path of ['/v1/metaserver', `/v1/metaserver/${'A'.repeat(22)}`, '/v1/metaserver/x']) {
+          hijacks.push(await post(path, evil));
+        }
+        hijacks.push(await post(`${metaserverPath(call)}x`, evil)); // one character too many
+      },
+    );
+    expect(hijacks.map((a) => a.status)).toEqual([404, 404, 404, 404]);
+    expect(reply?.status).toBe(200);
+    expect(answers.map((a) => a.status)).toEqual([200]);
+    expect(h.callsTo('D')).toHaveLength(1);
+    expect(h.callsTo('P')).toHaveLength(1);
+    expect(h.callsTo('P')[0]!.body.kv_transfer_params).toMatchObject({
+      remote_host: fixtureBody(V17).remote_host,
+    });
+    // a replay of the used token: 404, whoever sends it
+    const replay = await post(metaserverPath(h.callsTo('D')[0]!), metaserverBody(V17, h.callsTo('D')[0]!));
+    expect(replay.status).toBe(404);
+  });
+
+  it('each attempt gets its own 128-bit token in its metaserver URL', async () => {
+    const { h } = await run(
+      (call) => metaserverBody(V17, call),
+      (n) => (n === 0 ? { kind: 'json', status: 500, body: {} } : { kind: 'json', body: {} }),
+    );
+    const paths = h.callsTo('D').map(metaserverPath);
+    expect(paths).toHaveLength(2);
+    for (const p of paths) expect(p).toMatch(/^\/v1\/metaserver\/[A-Za-z0-9_-]{22}$/);
+    expect(paths[0]).not.toBe(paths[1]);
+  });
+
+  it('an unknown token answers 404 at once', async () => {
     const h = new DispatchHarness(CONFIG, {});
     harness = h;
     const post = await startMetaserver(h);
-    const answer = await post({ ...fixtureBody(V17), request_id: 'chatcmpl-unknown' });
+    const answer = await post(`/v1/metaserver/${'B'.repeat(22)}`, {
+      ...fixtureBody(V17),
+      request_id: 'chatcmpl-unknown',
+    });
     const unknown = loadEngineFixture('vllm-ascend/layerwise-v0.17/metaserver-response.unknown-id.json');
     expect(answer.status).toBe(unknown.status);
   });

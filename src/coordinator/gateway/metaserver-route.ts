@@ -1,52 +1,73 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BodyReader } from '../../common/body-reader.js';
+import { BodyReader } from '../../common/body-reader.js';
 import { sendJson } from '../../common/http.js';
-import {
-  engineRequestIdCandidates,
-  findByCandidates,
-  metaserverRequestId,
-  parseMetaserverKvFields,
-} from '../../engine-adapters/index.js';
+import type { RouteParams } from '../../common/route-table.js';
+import { engineRequestIdCandidates, parseMetaserverKvFields } from '../../engine-adapters/index.js';
 import { MotorError } from '../../common/motor-error.js';
+import { triggerKey, type PendingTrigger } from '../dispatch/pending-trigger.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
 import { renderError } from '../../common/http-error.js';
 
 /**
- * `POST /v1/metaserver` (direct trigger): the decode engine's connector posts its KV fields; the
- * pending attempt runs its prefill leg with them and answers when the prefill is done (200
- * `{"status":"ok"}`, 502 on failure, 404 for an unknown id, like vllm-ascend's newest layer-wise proxy).
- * The connector ignores the status (vllm-ascend `mooncake_layerwise_connector.py`,
- * `_access_metaserver`, every tag), so a call that cannot be served fails its attempt here: the
- * decode leg is aborted at once and the attempt retried, instead of waiting for KV until the
- * first-token timeout.
+ * Largest metaserver body read. The KV field lists are O(blocks): a 1 M-token context at block size
+ * 16 is 65,536 block ids (~400 KB); vllm-ascend's default 128 is an eighth of that.
  */
-export function metaserverRoute(deps: Pick<GatewayDeps, 'config' | 'triggers'>, bodies: BodyReader) {
-  const { config, triggers } = deps;
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const body = await readJsonBody(bodies, req);
-    if ('error' in body) return renderError(res, body.error, body.headers);
-    const requestId = metaserverRequestId(body.value);
-    // vLLM's external id (`chatcmpl-<id>`, `cmpl-<id>-<i>`, maybe `-<8 hex>`): try each exact form.
-    const candidates = requestId === null ? [] : engineRequestIdCandidates(requestId);
+export const METASERVER_MAX_BODY_BYTES = 512 * 1024;
+
+/** The unknown-token answer: the body is left unread, so the connection closes. */
+const NO_SUCH_TRIGGER = new MotorError('not_found', 'no pending trigger prefill for this metaserver URL');
+const CLOSE = { connection: 'close' } as const;
+
+/**
+ * `POST /v1/metaserver/:token` (direct trigger): the decode engine's connector posts its KV fields
+ * to the URL Motor gave its decode leg, verbatim (vllm-ascend `_access_metaserver`). The token
+ * (`newTriggerToken`) names one pending attempt; the call is taken at once (one call per attempt),
+ * and the attempt runs its prefill leg with the fields, answering when the prefill is done (200
+ * `{"status":"ok"}`, 502 on failure, like vllm-ascend's newest layer-wise proxy). An unknown, used or
+ * malformed token is a 404 that reads no body and touches no state. The connector ignores the status
+ * (`mooncake_layerwise_connector.py`, every tag), so a call with a valid token that cannot be served
+ * (body too large, not JSON, a field missing, a `request_id` not the attempt's) fails its attempt
+ * here: the decode leg is aborted at once and the attempt retried, instead of waiting for KV until
+ * the first-token timeout.
+ */
+export function metaserverRoute(deps: Pick<GatewayDeps, 'triggers'>) {
+  const { triggers } = deps;
+  const bodies = new BodyReader({ maxBytes: METASERVER_MAX_BODY_BYTES });
+  return async (req: IncomingMessage, res: ServerResponse, params: RouteParams): Promise<void> => {
+    const key = triggerKey(params.token);
+    const entry = key === null ? undefined : triggers.take(key);
+    if (entry === undefined) return renderError(res, NO_SUCH_TRIGGER, CLOSE);
+    let body;
+    try {
+      body = await readJsonBody(bodies, req);
+    } catch (err) {
+      entry.fail(new MotorError('protocol_error', 'metaserver call ended before its body did'));
+      throw err;
+    }
+    if ('error' in body) return refuse(res, entry, body.error, body.headers);
     const parsed = parseMetaserverKvFields(body.value);
     if (!parsed.ok) {
       const message = `invalid metaserver call: ${parsed.message}`;
-      findByCandidates(candidates, (id) => triggers.take(id))?.value.fail(
-        new MotorError('protocol_error', message),
-      );
-      return renderError(res, new MotorError('invalid_request', message, { param: parsed.param }));
+      return refuse(res, entry, new MotorError('invalid_request', message, { param: parsed.param }));
     }
-    const entry = await triggers.takeOrWait(candidates, config.timeouts.metaserverWaitMs);
-    if (entry === undefined) {
-      return renderError(
-        res,
-        new MotorError('not_found', `no pending trigger prefill for request ${parsed.value.request_id}`, {
-          param: 'request_id',
-        }),
-      );
+    // vLLM's external id (`chatcmpl-<id>`, `cmpl-<id>-<i>`, maybe `-<8 hex>`): one form must be ours.
+    if (!engineRequestIdCandidates(parsed.value.request_id).includes(entry.engineRequestId)) {
+      const message = `invalid metaserver call: request_id ${parsed.value.request_id} is not this attempt's`;
+      return refuse(res, entry, new MotorError('invalid_request', message, { param: 'request_id' }));
     }
     const reply = await entry.run(parsed.value);
     sendJson(res, reply.status, reply.body);
   };
+}
+
+/** A call with a valid token that cannot be served: fails the attempt, answers the refusal. */
+function refuse(
+  res: ServerResponse,
+  entry: PendingTrigger,
+  err: MotorError,
+  headers?: Readonly<Record<string, string>>,
+): void {
+  entry.fail(new MotorError('protocol_error', err.message));
+  renderError(res, err, headers);
 }
