@@ -1,7 +1,8 @@
 import { Agent, createServer, type RequestListener, type Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { getOver, rawSocket } from '../../test/helpers/raw-sockets.js';
 import { closeServer, listen } from './http.js';
+import type { Logger } from './logger.js';
 import { createLimitedServer, serverLimitsProblem, type ServerLimits } from './server-limits.js';
 
 const OFF: ServerLimits = {
@@ -20,8 +21,12 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => closeServer(s)));
 });
 
-async function serve(limits: Partial<ServerLimits>, listener: RequestListener): Promise<string> {
-  const server = createLimitedServer({ ...OFF, ...limits }, listener);
+async function serve(
+  limits: Partial<ServerLimits>,
+  listener: RequestListener,
+  log?: Logger,
+): Promise<string> {
+  const server = createLimitedServer({ ...OFF, ...limits }, listener, log);
   servers.push(server);
   return listen(server, 0, '127.0.0.1');
 }
@@ -137,7 +142,8 @@ describe('createLimitedServer does not cut a response in progress', () => {
 
 describe('createLimitedServer caps connections', () => {
   it('answers the (cap+1)th connection 503 and closes it, while a kept-alive connection still works', async () => {
-    const url = await serve({ maxConnections: 2 }, ok);
+    const warn = vi.fn();
+    const url = await serve({ maxConnections: 2 }, ok, { warn } as unknown as Logger);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: false });
@@ -145,6 +151,11 @@ describe('createLimitedServer caps connections', () => {
       const refused = await rawSocket(url).closed;
       expect(refused.data).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
       expect(refused.data).toContain('"code":"too_many_connections"');
+      await rawSocket(url).closed;
+      // one line per 10 s, however many are refused
+      expect(warn.mock.calls).toEqual([
+        [{ max_connections: 2, refused: 1 }, 'connection cap reached: refusing new connections with 503'],
+      ]);
       expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: true });
       second.destroy();
       await second.closed;

@@ -1,5 +1,6 @@
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Logger } from './logger.js';
 
 /**
  * Server-side connection limits of a public `node:http` listener (the coordinator's gateway and the
@@ -63,8 +64,8 @@ const REFUSAL_BODY = (cap: number): string =>
     },
   });
 
-/** A `node:http` server with `limits` applied (see `ServerLimits`). */
-export function createLimitedServer(limits: ServerLimits, listener: RequestListener): Server {
+/** A `node:http` server with `limits` applied (see `ServerLimits`); `log` hears of refused connections. */
+export function createLimitedServer(limits: ServerLimits, listener: RequestListener, log?: Logger): Server {
   const problem = serverLimitsProblem(limits);
   if (problem !== null) throw new RangeError(problem);
   // Node 20 enforces these two on a periodic check (default every 30 s), not on per-socket timers.
@@ -79,7 +80,7 @@ export function createLimitedServer(limits: ServerLimits, listener: RequestListe
     listener,
   );
   if (limits.idleTimeoutMs > 0) spareStreams(server, limits.idleTimeoutMs);
-  if (limits.maxConnections > 0) capConnections(server, limits.maxConnections);
+  if (limits.maxConnections > 0) capConnections(server, limits.maxConnections, log);
   return server;
 }
 
@@ -105,7 +106,7 @@ function spareStreams(server: Server, idleMs: number): void {
 }
 
 /** Counts open connections; beyond `cap` a raw `503` with `Connection: close`, never parsed as HTTP. */
-function capConnections(server: Server, cap: number): void {
+function capConnections(server: Server, cap: number, log: Logger | undefined): void {
   const body = REFUSAL_BODY(cap);
   const refusal =
     'HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\n' +
@@ -117,8 +118,21 @@ function capConnections(server: Server, cap: number): void {
   const closed = (): void => {
     open--;
   };
+  // One warning per 10 s at most, with the count since the last one (an attack must not flood the log).
+  let refused = 0;
+  let warnedAt = -Infinity;
   server.on('connection', (socket: Socket) => {
     if (open >= cap) {
+      refused++;
+      const now = performance.now();
+      if (log !== undefined && now - warnedAt >= 10_000) {
+        log.warn(
+          { max_connections: cap, refused },
+          'connection cap reached: refusing new connections with 503',
+        );
+        warnedAt = now;
+        refused = 0;
+      }
       socket.on('error', noop);
       socket.resume(); // discard what it sends, so closing does not reset the refusal away
       socket.end(refusal);

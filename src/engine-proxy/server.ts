@@ -80,7 +80,7 @@ function proxyServer(ctx: ProxyContext): Server {
     logger: ctx.log,
     failureLog: 'engine proxy route failed',
   });
-  return createLimitedServer(ctx.opts, listener);
+  return createLimitedServer(ctx.opts, listener, ctx.log);
 }
 
 /** Expires prepared prefills and finished attempts at half the shorter TTL (10 ms – 1 s). */

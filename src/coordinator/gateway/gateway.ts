@@ -83,6 +83,7 @@ export function createGateway(deps: GatewayDeps): Server {
       logger: deps.log,
       failureLog: 'unhandled gateway error',
     }),
+    deps.log,
   );
 }
 
