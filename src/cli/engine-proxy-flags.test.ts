@@ -47,4 +47,17 @@ describe('motor engine-proxy flags (credentials, bootstrap host)', () => {
       bootstrapHost: '10.0.0.5',
     });
   });
+
+  it('passes the listener limits through and refuses a header timeout above the request timeout, naming the flags', async () => {
+    expect(
+      await resolveOptions(cli({ headersTimeoutMs: 5, requestTimeoutMs: 9, maxConnections: 7 })),
+    ).toMatchObject({
+      headersTimeoutMs: 5,
+      requestTimeoutMs: 9,
+      maxConnections: 7,
+    });
+    expect(await resolveOptions(cli({ headersTimeoutMs: 10, requestTimeoutMs: 9 }))).toBe(
+      '--headers-timeout-ms (10) must not exceed --request-timeout-ms (9)',
+    );
+  });
 });

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { intArg } from './number-arg.js';
+import { serverLimitsProblem } from '../common/server-limits.js';
 import { bootstrapHostProblem } from '../engine-proxy/bootstrap-host.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from '../engine-proxy/options.js';
 import { PeerAllowList } from '../engine-proxy/peer-allow-list.js';
@@ -35,6 +36,14 @@ interface CliOptions extends Omit<
   heartbeatMs: number;
   drainTimeoutMs: number;
 }
+
+const SERVER_LIMIT_FLAGS = {
+  headersTimeoutMs: '--headers-timeout-ms',
+  requestTimeoutMs: '--request-timeout-ms',
+  keepAliveTimeoutMs: '--keep-alive-timeout-ms',
+  idleTimeoutMs: '--idle-timeout-ms',
+  maxConnections: '--max-connections',
+};
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
@@ -167,6 +176,36 @@ export function registerEngineProxy(program: Command): void {
       d.maxBodyBytes,
     )
     .option(
+      '--headers-timeout-ms <ms>',
+      "time to receive a request's headers from the connection's start (a silent connection gets 408); 0 = none",
+      intArg('--headers-timeout-ms'),
+      d.headersTimeoutMs,
+    )
+    .option(
+      '--request-timeout-ms <ms>',
+      'time to receive a whole request, body included (a streamed response is not cut); 0 = none',
+      intArg('--request-timeout-ms'),
+      d.requestTimeoutMs,
+    )
+    .option(
+      '--keep-alive-timeout-ms <ms>',
+      'idle time between requests on a kept-alive connection; 0 = none',
+      intArg('--keep-alive-timeout-ms'),
+      d.keepAliveTimeoutMs,
+    )
+    .option(
+      '--idle-timeout-ms <ms>',
+      'socket inactivity that closes a connection, except while a response is in progress; 0 = none',
+      intArg('--idle-timeout-ms'),
+      d.idleTimeoutMs,
+    )
+    .option(
+      '--max-connections <n>',
+      'open connections; beyond it 503 too_many_connections and close; 0 = no cap',
+      intArg('--max-connections'),
+      d.maxConnections,
+    )
+    .option(
       '--register <url>',
       'coordinator management API URL to self-register with (heartbeats; drain and deregister on SIGTERM)',
     )
@@ -273,6 +312,8 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
   } catch {
     return `--engine-url is not a URL: ${cli.engineUrl}`;
   }
+  const limitsProblem = serverLimitsProblem(cli, SERVER_LIMIT_FLAGS);
+  if (limitsProblem !== null) return limitsProblem;
   try {
     new PeerAllowList(cli.peerAllow);
   } catch (err) {
@@ -326,6 +367,11 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
     engineTimeoutMs: cli.engineTimeoutMs,
     engineConnections: cli.engineConnections,
     maxBodyBytes: cli.maxBodyBytes,
+    headersTimeoutMs: cli.headersTimeoutMs,
+    requestTimeoutMs: cli.requestTimeoutMs,
+    keepAliveTimeoutMs: cli.keepAliveTimeoutMs,
+    idleTimeoutMs: cli.idleTimeoutMs,
+    maxConnections: cli.maxConnections,
     // Flags win over the environment (which keeps the keys out of `ps`).
     engineApiKey: nonEmpty(cli.engineApiKey ?? process.env.MOTOR_ENGINE_API_KEY),
     engineAdminApiKey: nonEmpty(cli.engineAdminApiKey ?? process.env.MOTOR_ENGINE_ADMIN_API_KEY),

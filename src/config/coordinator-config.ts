@@ -12,6 +12,7 @@ import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
 import { instanceProfile } from './instance-profile.js';
 import { mergeDeep } from './merge-deep.js';
+import { serverSectionSchema } from './server-section.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 import { timeoutsSection } from './timeouts-section.js';
 
@@ -85,31 +86,7 @@ export const instanceConfigSchema = z
   .describe('one engine instance');
 
 export const coordinatorConfigSchema = z.strictObject({
-  server: z
-    .strictObject({
-      host: z.string().min(1).default('127.0.0.1').describe('listen address'),
-      port: z.int().min(0).max(65535).default(8000).describe('listen port (0 = any free port)'),
-      maxBodyBytes: z
-        .int()
-        .min(1)
-        .default(4 * 1024 * 1024)
-        .describe('largest accepted request body (bytes); larger → 413'),
-      apiKeys: z
-        .array(z.string().min(1))
-        .default([])
-        .describe(
-          'accepted `Authorization: Bearer` keys on the `/v1/*` client routes; empty = no authentication',
-        ),
-      publicUrl: z
-        .url()
-        .optional()
-        .describe(
-          'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver/<per-attempt token>`); ' +
-            'default: the bound URL; required when that is a wildcard or loopback address remote decodes cannot call',
-        ),
-    })
-    .prefault({})
-    .describe('the OpenAI-compatible listener'),
+  server: serverSectionSchema,
   instances: z
     .array(instanceConfigSchema)
     .default([])

@@ -1,9 +1,11 @@
+import { DEFAULT_SERVER_LIMITS, type ServerLimits } from '../common/server-limits.js';
 import type { EngineKind } from '../protocol/index.js';
 
 export type ProxyRole = 'prefill' | 'decode' | 'union';
 
 /** Every engine-proxy setting; `motor engine-proxy` flags map 1:1 onto these (README "motor engine-proxy"). */
-export interface EngineProxyOptions {
+/** Listener limits: `--headers-timeout-ms`, `--request-timeout-ms`, … (common/server-limits.ts). */
+export interface EngineProxyOptions extends ServerLimits {
   engineUrl: string;
   role: ProxyRole;
   engine: EngineKind;
@@ -60,4 +62,5 @@ export const ENGINE_PROXY_DEFAULTS = Object.freeze({
   engineTimeoutMs: 600_000,
   engineConnections: 256,
   maxBodyBytes: 8 * 1024 * 1024,
+  ...DEFAULT_SERVER_LIMITS,
 });

@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
 import { httpFrame } from '../common/http-frame.js';
 import { logListening, type Logger } from '../common/logger.js';
+import { createLimitedServer } from '../common/server-limits.js';
 import type { BootstrapAddress } from '../engine-adapters/index.js';
 import { isSglangPrefill, type EngineProxyOptions } from './options.js';
 import { passThroughRoute } from './pass-through.js';
@@ -79,7 +80,7 @@ function proxyServer(ctx: ProxyContext): Server {
     logger: ctx.log,
     failureLog: 'engine proxy route failed',
   });
-  return createServer({ keepAliveTimeout: 65_000 }, listener);
+  return createLimitedServer(ctx.opts, listener, ctx.log);
 }
 
 /** Expires prepared prefills and finished attempts at half the shorter TTL (10 ms – 1 s). */

@@ -1,7 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { BodyReader } from '../../common/body-reader.js';
 import { httpFrame, type NoRouteHandler, type RouteHandler } from '../../common/http-frame.js';
 import { bearerToken, sendJson } from '../../common/http.js';
+import { createLimitedServer } from '../../common/server-limits.js';
 import type { Logger } from '../../common/logger.js';
 import { RouteTable } from '../../common/route-table.js';
 import type { CoordinatorConfig } from '../../config/coordinator-config.js';
@@ -72,7 +73,9 @@ export function createGateway(deps: GatewayDeps): Server {
     renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
   };
 
-  const server = createServer(
+  // Header, request, keep-alive and idle timeouts and the connection cap (`server.*`).
+  return createLimitedServer(
+    deps.config.server,
     httpFrame({
       routes,
       noRoute,
@@ -80,9 +83,8 @@ export function createGateway(deps: GatewayDeps): Server {
       logger: deps.log,
       failureLog: 'unhandled gateway error',
     }),
+    deps.log,
   );
-  server.keepAliveTimeout = 65_000;
-  return server;
 }
 
 /** Configured models win per instance; else what its engine listed at discovery (no per-request fan-out). */

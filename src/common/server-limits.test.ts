@@ -1,0 +1,180 @@
+import { Agent, createServer, type RequestListener, type Server } from 'node:http';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { getOver, rawSocket } from '../../test/helpers/raw-sockets.js';
+import { closeServer, listen } from './http.js';
+import type { Logger } from './logger.js';
+import { createLimitedServer, serverLimitsProblem, type ServerLimits } from './server-limits.js';
+
+const OFF: ServerLimits = {
+  headersTimeoutMs: 0,
+  requestTimeoutMs: 0,
+  keepAliveTimeoutMs: 0,
+  idleTimeoutMs: 0,
+  maxConnections: 0,
+};
+const BOUND = 200;
+// A limit is checked at up to 1/4 of it late; the rest is scheduling slack on a loaded machine.
+const SLACK = BOUND / 4 + 400;
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => closeServer(s)));
+});
+
+async function serve(
+  limits: Partial<ServerLimits>,
+  listener: RequestListener,
+  log?: Logger,
+): Promise<string> {
+  const server = createLimitedServer({ ...OFF, ...limits }, listener, log);
+  servers.push(server);
+  return listen(server, 0, '127.0.0.1');
+}
+
+const ok: RequestListener = (req, res) => {
+  req.resume();
+  req.on('end', () => res.end('ok'));
+};
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('serverLimitsProblem', () => {
+  it.each([
+    [{ headersTimeoutMs: 10, requestTimeoutMs: 20 }, null],
+    [{ headersTimeoutMs: 20, requestTimeoutMs: 20 }, null],
+    [{ headersTimeoutMs: 0, requestTimeoutMs: 20 }, null],
+    [{ headersTimeoutMs: 30, requestTimeoutMs: 0 }, null],
+    [
+      { headersTimeoutMs: 30, requestTimeoutMs: 20 },
+      'headersTimeoutMs (30) must not exceed requestTimeoutMs (20)',
+    ],
+  ])('%j → %s', (limits, problem) => {
+    expect(serverLimitsProblem({ ...OFF, ...limits })).toBe(problem);
+    if (problem !== null) expect(() => createLimitedServer({ ...OFF, ...limits }, ok)).toThrow(problem);
+  });
+});
+
+describe('createLimitedServer closes idle connections', () => {
+  it.each([
+    [
+      'a silent connection, by the header timeout (408)',
+      { headersTimeoutMs: BOUND, requestTimeoutMs: 1_000 },
+      '',
+      /^HTTP\/1\.1 408 /,
+    ],
+    ['a silent connection, by the idle timeout', { idleTimeoutMs: BOUND }, '', /^$/],
+    [
+      'half a request line, by the header timeout',
+      { headersTimeoutMs: BOUND },
+      'GET /hea',
+      /^HTTP\/1\.1 408 /,
+    ],
+    [
+      'an unfinished body, by the request timeout',
+      { requestTimeoutMs: BOUND },
+      'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nabc',
+      /^HTTP\/1\.1 408 /,
+    ],
+    [
+      'a kept-alive connection after its request, by the keep-alive timeout',
+      { keepAliveTimeoutMs: BOUND },
+      'GET / HTTP/1.1\r\nHost: x\r\n\r\n',
+      /^HTTP\/1\.1 200 /,
+    ],
+    [
+      'a kept-alive connection after its request, by the idle timeout',
+      { idleTimeoutMs: BOUND },
+      'GET / HTTP/1.1\r\nHost: x\r\n\r\n',
+      /^HTTP\/1\.1 200 /,
+    ],
+  ])('%s', async (_what, limits, send, answer) => {
+    const url = await serve(limits, ok);
+    const closed = await Promise.all(Array.from({ length: 20 }, () => rawSocket(url, send).closed));
+    for (const { ms, data } of closed) {
+      expect(data).toMatch(answer);
+      expect(ms).toBeGreaterThanOrEqual(BOUND - 20);
+      // Node keeps a kept-alive connection 1 s past keepAliveTimeout (HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER).
+      expect(ms).toBeLessThan(BOUND + SLACK + ('keepAliveTimeoutMs' in limits ? 1_000 : 0));
+    }
+  });
+
+  it('with every limit off, a silent socket stays open (what the cases above change)', async () => {
+    const url = await serve({}, ok);
+    const socket = rawSocket(url);
+    const outcome = await Promise.race([socket.closed, wait(BOUND + SLACK).then(() => 'open')]);
+    socket.destroy();
+    expect(outcome).toBe('open');
+  });
+});
+
+describe('createLimitedServer does not cut a response in progress', () => {
+  /** Streams `a`, then `b` and `c` each after a silence longer than every limit. */
+  const silentStream: RequestListener = (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('a');
+      setTimeout(() => res.write('b'), 3 * BOUND);
+      setTimeout(() => res.end('c'), 6 * BOUND);
+    });
+  };
+
+  it('streams through silences longer than the header, request, keep-alive and idle timeouts', async () => {
+    const limits = {
+      headersTimeoutMs: BOUND,
+      requestTimeoutMs: BOUND,
+      keepAliveTimeoutMs: BOUND,
+      idleTimeoutMs: BOUND,
+    };
+    const url = await serve(limits, silentStream);
+    const res = await fetch(url, { method: 'POST', body: 'prompt' });
+    expect(await res.text()).toBe('abc');
+  });
+
+  it("(why idleTimeoutMs is not Node's server.timeout alone: that cuts the stream)", async () => {
+    const server = createServer(silentStream);
+    server.timeout = BOUND;
+    servers.push(server);
+    const url = await listen(server, 0, '127.0.0.1');
+    const res = await fetch(url, { method: 'POST', body: 'prompt' });
+    await expect(res.text()).rejects.toThrow();
+  });
+});
+
+describe('createLimitedServer caps connections', () => {
+  it('answers the (cap+1)th connection 503 and closes it, while a kept-alive connection still works', async () => {
+    const warn = vi.fn();
+    const url = await serve({ maxConnections: 2 }, ok, { warn } as unknown as Logger);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: false });
+      const second = rawSocket(url);
+      const refused = await rawSocket(url).closed;
+      expect(refused.data).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+      expect(refused.data).toContain('"code":"too_many_connections"');
+      await rawSocket(url).closed;
+      // one line per 10 s, however many are refused
+      expect(warn.mock.calls).toEqual([
+        [{ max_connections: 2, refused: 1 }, 'connection cap reached: refusing new connections with 503'],
+      ]);
+      expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: true });
+      second.destroy();
+      await second.closed;
+      await expect.poll(async () => (await fetch(url)).status).toBe(200);
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('refuses a connection that sends a request at once, never parsing it', async () => {
+    let served = 0;
+    const url = await serve({ maxConnections: 1 }, (req, res) => {
+      served++;
+      ok(req, res);
+    });
+    const first = rawSocket(url);
+    const refused = await rawSocket(url, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n').closed;
+    expect(refused.data).toMatch(/^HTTP\/1\.1 503 /);
+    expect(served).toBe(0);
+    first.destroy();
+  });
+});

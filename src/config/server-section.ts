@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { DEFAULT_SERVER_LIMITS as D, serverLimitsProblem } from '../common/server-limits.js';
+
+/** The coordinator's `server` section: the OpenAI-compatible listener, its keys and its connection limits. */
+
+const limitMs = (def: number, what: string) => z.int().min(0).default(def).describe(`${what} (ms, 0 = none)`);
+
+export const serverSectionSchema = z
+  .strictObject({
+    host: z.string().min(1).default('127.0.0.1').describe('listen address'),
+    port: z.int().min(0).max(65535).default(8000).describe('listen port (0 = any free port)'),
+    maxBodyBytes: z
+      .int()
+      .min(1)
+      .default(4 * 1024 * 1024)
+      .describe('largest accepted request body (bytes); larger → 413'),
+    apiKeys: z
+      .array(z.string().min(1))
+      .default([])
+      .describe(
+        'accepted `Authorization: Bearer` keys on the `/v1/*` client routes; empty = no authentication',
+      ),
+    publicUrl: z
+      .url()
+      .optional()
+      .describe(
+        'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver/<per-attempt token>`); ' +
+          'default: the bound URL; required when that is a wildcard or loopback address remote decodes cannot call',
+      ),
+    headersTimeoutMs: limitMs(
+      D.headersTimeoutMs,
+      "time to receive a request's headers, counted from the connection's start (a connection that sends " +
+        'nothing gets 408 and is closed); at most `requestTimeoutMs`',
+    ),
+    requestTimeoutMs: limitMs(
+      D.requestTimeoutMs,
+      'time to receive a whole request, body included (408 and close); a response streamed after it is not cut',
+    ),
+    keepAliveTimeoutMs: limitMs(
+      D.keepAliveTimeoutMs,
+      'idle time between requests on a kept-alive connection (Node closes it up to 1 s later)',
+    ),
+    idleTimeoutMs: limitMs(
+      D.idleTimeoutMs,
+      'socket inactivity after which a connection is closed, except while a response (e.g. a silent ' +
+        'generation) is in progress',
+    ),
+    maxConnections: z
+      .int()
+      .min(0)
+      .default(D.maxConnections)
+      .describe(
+        'open client connections (0 = no cap); beyond it a connection is answered 503 `too_many_connections` ' +
+          'and closed. Keep it under the file-descriptor limit minus the upstream pools',
+      ),
+  })
+  .superRefine((server, ctx) => {
+    const problem = serverLimitsProblem(server);
+    if (problem !== null) ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: problem });
+  })
+  .prefault({})
+  .describe('the OpenAI-compatible listener');

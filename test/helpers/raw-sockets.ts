@@ -1,0 +1,48 @@
+import { request, type Agent } from 'node:http';
+import { connect } from 'node:net';
+
+export interface ClosedSocket {
+  /** From connect to the server closing it (ms). */
+  ms: number;
+  /** Everything the server sent. */
+  data: string;
+}
+
+/** Connects to `url`, optionally writes `send`, then stays silent; resolves once the server closes it. */
+export function rawSocket(url: string, send?: string): { closed: Promise<ClosedSocket>; destroy(): void } {
+  const { hostname, port } = new URL(url);
+  const t0 = performance.now();
+  const socket = connect(Number(port), hostname);
+  if (send !== undefined) socket.write(send);
+  let data = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (data += chunk));
+  socket.on('error', () => {});
+  const closed = new Promise<ClosedSocket>((resolve) => {
+    socket.on('close', () => resolve({ ms: performance.now() - t0, data }));
+  });
+  return { closed, destroy: () => socket.destroy() };
+}
+
+/** `n` silent sockets; resolves with each one's life once the server has closed them all. */
+export function silentSockets(url: string, n: number): Promise<ClosedSocket[]> {
+  return Promise.all(Array.from({ length: n }, () => rawSocket(url).closed));
+}
+
+/** GET `path` over `agent`; the status, the body and whether the agent reused a kept-alive socket. */
+export function getOver(
+  agent: Agent,
+  url: string,
+  path: string,
+): Promise<{ status: number; body: string; reused: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, url), { agent }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, reused: req.reusedSocket }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
