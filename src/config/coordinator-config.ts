@@ -12,7 +12,7 @@ import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
 import { instanceProfile } from './instance-profile.js';
 import { mergeDeep } from './merge-deep.js';
-import { serverSectionSchema } from './server-section.js';
+import { serverSectionSchema, tenantSaltSecret } from './server-section.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 import { timeoutsSection } from './timeouts-section.js';
 
@@ -348,6 +348,8 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
   if (registry.store === 'etcd' && registry.endpoints.length === 0)
     issues.push('registry.endpoints: store etcd needs at least one endpoint');
   issues.push(...directReachabilityIssues(server, instances));
+  const salt = tenantSaltSecret(server, env);
+  if (salt.problem !== undefined) issues.push(salt.problem);
   const scheduling = resolveSchedulingSection(parsed.data.scheduling, {
     schedulerPolicy: parsed.data.scheduler.policy,
     ...parsed.data.dispatch,

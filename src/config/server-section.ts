@@ -3,6 +3,9 @@ import { DEFAULT_SERVER_LIMITS as D, serverLimitsProblem } from '../common/serve
 
 /** The coordinator's `server` section: the OpenAI-compatible listener, its keys and its connection limits. */
 
+/** `off`, `api-key` or `header:<HTTP header name>` (see coordinator/gateway/tenant-salt.ts). */
+const TENANT_ISOLATION = /^(off|api-key|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+)$/;
+
 const limitMs = (def: number, what: string) => z.int().min(0).default(def).describe(`${what} (ms, 0 = none)`);
 
 export const serverSectionSchema = z
@@ -19,6 +22,27 @@ export const serverSectionSchema = z
       .default([])
       .describe(
         'accepted `Authorization: Bearer` keys on the `/v1/*` client routes; empty = no authentication',
+      ),
+    tenantIsolation: z
+      .string()
+      .regex(TENANT_ISOLATION, "expected 'off', 'api-key' or 'header:<name>'")
+      .default('off')
+      .describe(
+        'per-tenant prefix-cache isolation: `api-key` (the bearer key is the tenant; needs `apiKeys`) or ' +
+          '`header:<name>` (a header set by a trusted front, e.g. `header:x-tenant-id`) sets `cache_salt` = ' +
+          'HMAC-SHA256(secret, tenant) on every engine leg, replacing a client-sent one, and keys the ' +
+          "prefix-affinity index with it, so one tenant cannot probe another's cached prompts. `off` (default: " +
+          'vLLM V0 and engines without `cache_salt` refuse the field, and tenants sharing a system prompt lose ' +
+          "each other's cache hits) forwards a client's own `cache_salt` unchanged",
+      ),
+    tenantSaltSecretEnv: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'name of the environment variable holding the HMAC secret of `tenantIsolation` (unset variable = ' +
+          'start-up error); give every coordinator replica the same one so a tenant keeps one salt (and its ' +
+          'cache) across replicas and restarts. Unset: a random per-process secret',
       ),
     publicUrl: z
       .url()
@@ -57,6 +81,21 @@ export const serverSectionSchema = z
   .superRefine((server, ctx) => {
     const problem = serverLimitsProblem(server);
     if (problem !== null) ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: problem });
+    if (server.tenantIsolation === 'api-key' && server.apiKeys.length === 0)
+      ctx.addIssue({ code: 'custom', path: ['tenantIsolation'], message: "'api-key' needs server.apiKeys" });
   })
   .prefault({})
   .describe('the OpenAI-compatible listener');
+
+/** The secret of `tenantIsolation` from `tenantSaltSecretEnv` (undefined: none configured), or a one-line problem. */
+export function tenantSaltSecret(
+  server: { tenantSaltSecretEnv?: string | undefined },
+  env: NodeJS.ProcessEnv,
+): { secret?: string; problem?: string } {
+  const name = server.tenantSaltSecretEnv;
+  if (name === undefined) return {};
+  const secret = env[name];
+  if (secret === undefined || secret === '')
+    return { problem: `server.tenantSaltSecretEnv: environment variable ${name} is unset or empty` };
+  return { secret };
+}

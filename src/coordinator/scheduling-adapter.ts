@@ -16,6 +16,7 @@ import type { Instance, InstanceSource } from './instance-source.js';
 import { MotorError } from '../common/motor-error.js';
 import { renderPrompt } from './prompt-render.js';
 import type { ClientRequest } from './client-request.js';
+import { cacheSaltOf } from './gateway/tenant-salt.js';
 import type { Upstreams } from './upstream.js';
 import { flowFor, servesModel, type Route } from './route.js';
 
@@ -181,6 +182,7 @@ export class SchedulingAdapter {
       promptTokens: prompt.tokens,
       sessionKey: meta.sessionKey,
       apiKey: meta.apiKey,
+      cacheSalt: cacheSaltOf(client.body),
     };
   }
 

@@ -22,12 +22,39 @@ function blockKey(h1: number, h2: number, b: number): number {
   return fmix(h1) * 0x200000 + (fmix(h2 ^ b) & 0x1fffff);
 }
 
-/** Chained block hashes of token ids, `blockSize` tokens per block. */
-export function tokenBlockHashes(tokenIds: ArrayLike<number>, blockSize = DEFAULT_BLOCK_SIZE): number[] {
-  const full = Math.floor(tokenIds.length / blockSize);
-  const out = new Array<number>(full);
+/**
+ * Starting lanes of a chain: fixed, or derived from `salt` (the request's `cache_salt`) so that, as in
+ * vLLM (the salt enters the first block's hash), the same prompt under two salts shares no block.
+ */
+const LANES = new Int32Array(2);
+function startLanes(salt: string | undefined): void {
   let h1 = 0x811c9dc5 | 0;
   let h2 = 0x1b873593 | 0;
+  if (salt !== undefined) {
+    for (let i = 0; i < salt.length; i++) {
+      const u = salt.charCodeAt(i);
+      h1 = Math.imul(h1 ^ u, 0x01000193);
+      h2 = Math.imul(h2 ^ (u + 0x9e3779b9), 0x85ebca6b);
+      h2 ^= h2 >>> 13;
+    }
+    h1 = fmix(h1 ^ salt.length) | 0;
+    h2 = fmix(h2 ^ 0x5a17) | 0;
+  }
+  LANES[0] = h1;
+  LANES[1] = h2;
+}
+
+/** Chained block hashes of token ids, `blockSize` tokens per block, seeded with `salt` when given. */
+export function tokenBlockHashes(
+  tokenIds: ArrayLike<number>,
+  blockSize = DEFAULT_BLOCK_SIZE,
+  salt?: string,
+): number[] {
+  const full = Math.floor(tokenIds.length / blockSize);
+  const out = new Array<number>(full);
+  startLanes(salt);
+  let h1 = LANES[0]!;
+  let h2 = LANES[1]!;
   for (let b = 0, i = 0; b < full; b++) {
     for (const end = i + blockSize; i < end; i++) {
       const u = tokenIds[i]! | 0;
@@ -42,15 +69,16 @@ export function tokenBlockHashes(tokenIds: ArrayLike<number>, blockSize = DEFAUL
 
 /**
  * Chained block hashes of rendered text, `blockSize × CHARS_PER_TOKEN` characters per block: the same
- * prefix property as token blocks without tokenizing on the request path (gpt-tokenizer costs ~8 ms
+ * prefix property (and `salt` seeding) as token blocks without tokenizing on the request path (gpt-tokenizer costs ~8 ms
  * for a 17k-token prompt here; this costs ~10 µs per 8k characters).
  */
-export function textBlockHashes(text: string, blockSize = DEFAULT_BLOCK_SIZE): number[] {
+export function textBlockHashes(text: string, blockSize = DEFAULT_BLOCK_SIZE, salt?: string): number[] {
   const units = blockSize * CHARS_PER_TOKEN;
   const full = Math.floor(text.length / units);
   const out = new Array<number>(full);
-  let h1 = 0x811c9dc5 | 0;
-  let h2 = 0x1b873593 | 0;
+  startLanes(salt);
+  let h1 = LANES[0]!;
+  let h2 = LANES[1]!;
   for (let b = 0, i = 0; b < full; b++) {
     for (const end = i + units; i < end; i++) {
       const u = text.charCodeAt(i);

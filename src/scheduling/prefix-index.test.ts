@@ -29,6 +29,27 @@ describe('block hashing', () => {
     expect(textBlockHashes('abc'.repeat(100), 16)[1]).toBe(textBlockHashes('abc'.repeat(200), 16)[1]);
   });
 
+  it.each([
+    [
+      'token ids',
+      (salt?: string) =>
+        tokenBlockHashes(
+          Array.from({ length: 64 }, (_, i) => i),
+          16,
+          salt,
+        ),
+    ],
+    ['text', (salt?: string) => textBlockHashes('same system prompt '.repeat(20), 16, salt)],
+  ])('a cache salt separates every block of the same %s, and is stable', (_what, hashes) => {
+    const a = hashes('salt-a');
+    const b = hashes('salt-b');
+    expect(a.length).toBeGreaterThan(1);
+    expect(hashes('salt-a')).toEqual(a);
+    for (const h of b) expect(a).not.toContain(h);
+    for (const h of hashes()) expect(a).not.toContain(h);
+    expect(a.every((h) => Number.isSafeInteger(h))).toBe(true);
+  });
+
   it('gives safe integers with few collisions', () => {
     const seen = new Set<number>();
     for (let i = 0; i < 20_000; i++) {

@@ -266,6 +266,18 @@ describe('Scheduler prefix affinity end to end', () => {
     expect(s.selectPair(request(text), instances)).toMatchObject({ cachedPromptTokens: 0 });
   });
 
+  it('keys the prefix index with the cache salt: another tenant never sees a cache hit (issue 15 #8)', () => {
+    const s = new Scheduler({ seed: 5 });
+    const instances = [...fleet('p', 'prefill', 2), instance('d', 'decode')];
+    const text = 'victim system prompt '.repeat(40);
+    const salted = (cacheSalt: string) => ({ ...request(text), cacheSalt });
+    expect(s.selectPair(salted('tenant-a'), instances)).toMatchObject({ cachedPromptTokens: 0 });
+    expect(s.selectPair(salted('tenant-a'), instances).kind === 'pair').toBe(true);
+    expect(s.selectPair(salted('tenant-a'), instances)).not.toMatchObject({ cachedPromptTokens: 0 });
+    expect(s.selectPair(salted('tenant-b'), instances)).toMatchObject({ cachedPromptTokens: 0 });
+    expect(s.selectPair(request(text), instances)).toMatchObject({ cachedPromptTokens: 0 });
+  });
+
   it('uses token ids when given', () => {
     const s = new Scheduler({ seed: 5 });
     const instances = [...fleet('p', 'prefill', 3), instance('d', 'decode')];

@@ -107,12 +107,12 @@ class DecisionContext implements SelectionContext {
   blockHashes(blockSize: number): readonly number[] {
     let hashes = this.hashes.get(blockSize);
     if (!hashes) {
-      const { promptTokenIds, promptText } = this.request;
+      const { promptTokenIds, promptText, cacheSalt } = this.request;
       hashes =
         promptTokenIds !== undefined
-          ? tokenBlockHashes(promptTokenIds, blockSize)
+          ? tokenBlockHashes(promptTokenIds, blockSize, cacheSalt)
           : promptText !== undefined
-            ? textBlockHashes(promptText, blockSize)
+            ? textBlockHashes(promptText, blockSize, cacheSalt)
             : [];
       this.hashes.set(blockSize, hashes);
     }

@@ -39,6 +39,8 @@ export interface SchedulingRequest {
   readonly sessionKey?: string;
   /** Caller's API key (rate limiting; never logged). */
   readonly apiKey?: string;
+  /** The `cache_salt` the engines get (tenant isolation): seeds the prefix hashes, so two tenants never share one. */
+  readonly cacheSalt?: string;
 }
 
 /** A P/D pair sharing `plan`. */

@@ -7,6 +7,7 @@ import { MotorError } from '../../common/motor-error.js';
 import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
+import { applyCacheSalt, type TenantSalter } from './tenant-salt.js';
 import { renderError } from '../../common/http-error.js';
 import { validateClientRequest, type ApiKind } from './request-validation.js';
 
@@ -29,7 +30,12 @@ export function refuser(deps: Pick<GatewayDeps, 'observer'>): Refuse {
  * `POST /v1/chat/completions` and `/v1/completions`: auth, body, validation, admission, then the
  * dispatcher. The request's one cancellation is made here, before admission.
  */
-export function completionsRoute(deps: GatewayDeps, apiKeys: ApiKeys, bodies: BodyReader, refuse: Refuse) {
+export function completionsRoute(
+  deps: GatewayDeps,
+  { apiKeys, salter }: { apiKeys: ApiKeys; salter: TenantSalter },
+  bodies: BodyReader,
+  refuse: Refuse,
+) {
   return async (req: IncomingMessage, res: ServerResponse, path: string, kind: ApiKind): Promise<void> => {
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = bearerToken(req);
@@ -43,6 +49,7 @@ export function completionsRoute(deps: GatewayDeps, apiKeys: ApiKeys, bodies: Bo
       if (err instanceof MotorError) return refuse(res, path, err);
       throw err;
     }
+    applyCacheSalt(client.body, salter(req, apiKey));
     // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After. The request's one
     // cancellation covers the wait in the queue too (a signal is made only if it queues).
     const cancellation = new RequestCancellation(res);

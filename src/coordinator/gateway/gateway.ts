@@ -15,6 +15,8 @@ import { MotorError } from '../../common/motor-error.js';
 import type { SchedulingAdapter } from '../scheduling-adapter.js';
 import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
 import { completionsRoute, refuser } from './completions-route.js';
+import { tenantSalter } from './tenant-salt.js';
+import { tenantSaltSecret } from '../../config/server-section.js';
 import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
@@ -32,6 +34,8 @@ export interface GatewayDeps {
   scheduling: Pick<SchedulingAdapter, 'admission' | 'explainer'>;
   /** Counts API requests refused before dispatch (the dispatcher reports the others). */
   observer?: Pick<DispatchObserver, 'rejected'>;
+  /** Where `server.tenantSaltSecretEnv` is read (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }
 
 const API_ROUTES: Record<string, ApiKind> = {
@@ -44,7 +48,11 @@ export function createGateway(deps: GatewayDeps): Server {
   const apiKeys = new ApiKeys(deps.config.server.apiKeys);
   const bodies = new BodyReader({ maxBytes: deps.config.server.maxBodyBytes });
   const refuse = refuser(deps);
-  const completions = completionsRoute(deps, apiKeys, bodies, refuse);
+  const salter = tenantSalter({
+    isolation: deps.config.server.tenantIsolation,
+    secret: tenantSaltSecret(deps.config.server, deps.env ?? process.env).secret,
+  });
+  const completions = completionsRoute(deps, { apiKeys, salter }, bodies, refuse);
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
     .add('GET', '/ready', (_req, res) => {
