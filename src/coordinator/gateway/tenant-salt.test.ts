@@ -71,14 +71,19 @@ describe('coordinator sets cache_salt on the engine request', () => {
     for (const close of closers.splice(0).reverse()) await close();
   });
 
+  const quiet = createLogger('tenant-salt-test', 'silent');
+  async function sim(role: 'union' | 'prefill' | 'decode'): Promise<string> {
+    const running = await startSimulator({ role }, quiet);
+    closers.push(() => running.close());
+    return running.url;
+  }
+
   async function saltsSeen(tenantIsolation: string, calls: Array<[string, Record<string, unknown>]>) {
-    const quiet = createLogger('tenant-salt-test', 'silent');
-    const sim = await startSimulator({ role: 'union' }, quiet);
-    closers.push(() => sim.close());
+    const engine = await sim('union');
     const config = validateCoordinatorConfig(
       {
         server: { port: 0, apiKeys: ['key-a', 'key-b'], tenantIsolation },
-        instances: [{ url: sim.url, role: 'union', mode: 'direct' }],
+        instances: [{ url: engine, role: 'union', mode: 'direct' }],
       },
       {},
     );
@@ -90,7 +95,7 @@ describe('coordinator sets cache_salt on the engine request', () => {
       });
       expect(res.status).toBe(200);
     }
-    const seen = (await recorded(sim.url)).filter((r) => r.path === '/v1/chat/completions');
+    const seen = (await recorded(engine)).filter((r) => r.path === '/v1/chat/completions');
     expect(seen).toHaveLength(calls.length);
     for (const r of seen) expect(JSON.stringify(r)).not.toMatch(/key-[ab]/);
     return seen.map((r) => r.body.cache_salt as unknown);
@@ -113,5 +118,33 @@ describe('coordinator sets cache_salt on the engine request', () => {
       ['key-b', { cache_salt: 'own' }],
     ]);
     expect(salts).toEqual([undefined, 'own']);
+  });
+
+  it('P/D: the prefill and the decode leg carry the same tenant salt', async () => {
+    const [p, d] = [await sim('prefill'), await sim('decode')];
+    const nixl = { kv_connector: 'NixlConnector' };
+    const config = validateCoordinatorConfig(
+      {
+        server: { port: 0, apiKeys: ['key-a'], tenantIsolation: 'api-key' },
+        instances: [
+          { url: p, role: 'prefill', mode: 'direct', kvTransferConfig: nixl },
+          { url: d, role: 'decode', mode: 'direct', kvTransferConfig: nixl },
+        ],
+      },
+      {},
+    );
+    const running = await startCoordinator(config, quiet);
+    closers.push(() => running.close());
+    const res = await post(running.url, '/v1/chat/completions', chatBody('same prompt'), {
+      authorization: 'Bearer key-a',
+    });
+    expect(res.status).toBe(200);
+    const legs = [...(await recorded(p)), ...(await recorded(d))].filter(
+      (r) => r.path === '/v1/chat/completions',
+    );
+    expect(legs).toHaveLength(2);
+    const [prefillSalt, decodeSalt] = legs.map((r) => r.body.cache_salt as unknown);
+    expect(prefillSalt).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(decodeSalt).toBe(prefillSalt);
   });
 });
