@@ -15,7 +15,7 @@ export const ERROR_CODES = {
   engine_rejected: { status: 400, type: 'invalid_request_error', retryable: false },
   /**
    * An engine closed the connection while a large leg body was being sent (its body limit, most
-   * likely; dispatch/upload-refusal.ts): the request's, charged to no instance.
+   * likely; common/upload-refusal.ts): the request's, charged to no instance.
    */
   upload_refused: { status: 413, type: 'invalid_request_error', retryable: false },
   /** No instance pair can serve the request (topology, missing capability). */

@@ -4,7 +4,9 @@ import { closeServer, listen } from '../common/http.js';
 import { createLogger } from '../common/logger.js';
 import { validateCoordinatorConfig } from '../config/coordinator-config.js';
 import { startCoordinator, type RunningCoordinator } from './coordinator.js';
-import { UPLOAD_REFUSAL_MIN_CHARS } from './dispatch/upload-refusal.js';
+import { ENGINE_PROXY_DEFAULTS } from '../engine-proxy/options.js';
+import { startEngineProxy } from '../engine-proxy/server.js';
+import { UPLOAD_REFUSAL_MIN_CHARS } from '../common/upload-refusal.js';
 
 /**
  * Issue 15 finding 6: only instance faults reach breakers and health. Real loopback engines that
@@ -60,10 +62,34 @@ async function engine(answer: Answer): Promise<string> {
   return url;
 }
 
-async function coordinator(url: string, maxBodyBytes = 4 * 1024 * 1024): Promise<RunningCoordinator> {
+/** An engine proxy (union role) in front of `engineUrl`. */
+async function proxy(engineUrl: string): Promise<string> {
+  const running = await startEngineProxy(
+    {
+      ...ENGINE_PROXY_DEFAULTS,
+      engineUrl,
+      role: 'union',
+      engine: 'vllm',
+      dispatchCapabilities: [],
+      dispatchProfile: 'handoff',
+      bootstrapHost: null,
+      bootstrapPort: null,
+      peerAllow: [],
+    },
+    createLogger('client-errors-proxy', 'silent'),
+  );
+  closers.push(() => running.close());
+  return running.url;
+}
+
+async function coordinator(
+  url: string,
+  maxBodyBytes = 4 * 1024 * 1024,
+  mode: 'direct' | 'proxy' = 'direct',
+): Promise<RunningCoordinator> {
   const config = validateCoordinatorConfig({
     server: { port: 0, maxBodyBytes },
-    instances: [{ id: 'e0', url, role: 'union', mode: 'direct' }],
+    instances: [{ id: 'e0', url, role: 'union', mode }],
     health: { intervalMs: 0, unhealthyAfter: 2 },
     retry: { maxAttempts: 1 },
     scheduling: { circuitBreaker: { failureThreshold: 2 } },
@@ -117,6 +143,17 @@ describe('client-side engine errors are not charged to the instance', () => {
       expect(c.controlPlane!.health.isHealthy('e0')).toBe(true);
     },
   );
+
+  it('proxy mode: a reset during the engine upload is a 413 from the proxy; breaker closed, health unchanged', async () => {
+    const c = await coordinator(await proxy(await engine('reset')), undefined, 'proxy');
+    const replies = await Promise.all(Array.from({ length: 6 }, () => chat(c.url, LARGE)));
+    for (const r of replies) {
+      expect(r.status, r.message).toBe(413);
+      expect(r.message).toMatch(/closed the connection while receiving.*over the engine's own size limit/);
+    }
+    expect(c.scheduling.scheduler.breakers.state('e0')).toBe('closed');
+    expect(c.controlPlane!.health.isHealthy('e0')).toBe(true);
+  });
 
   it.each([
     ['an engine 500', '500', LARGE],

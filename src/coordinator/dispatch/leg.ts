@@ -6,7 +6,7 @@ import type { LegTracking } from '../scheduling-adapter.js';
 import { UpstreamAbort } from '../upstream.js';
 import type { LegRole } from './leg-request.js';
 import type { LegTransport } from './leg-transport.js';
-import { isUploadRefusal } from './upload-refusal.js';
+import { isUploadRefusal } from '../../common/upload-refusal.js';
 
 export type ResponseData = UndiciDispatcher.ResponseData;
 

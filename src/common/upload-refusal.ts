@@ -10,7 +10,8 @@
  * charged to nobody: neither the instance's circuit breaker nor its passive health. A body that
  * large is far over a socket buffer, so the error almost surely struck during the upload, and an
  * engine that really died is still found by the health probes and by every smaller request. Smaller
- * bodies keep today's `connection_error` (retried, charged to the instance).
+ * bodies keep today's `connection_error` (retried, charged to the instance). The engine proxy applies
+ * the same rule to its own engine call (a 413 `body_too_large` to the coordinator, not a 502).
  */
 
 /** Leg bodies of at least this many characters (JSON: ≥ as many bytes) get the rule. */
@@ -19,7 +20,7 @@ export const UPLOAD_REFUSAL_MIN_CHARS = 1024 * 1024;
 /** Errors an early close during the upload surfaces as (Node's socket errors, undici's SocketError). */
 const UPLOAD_ERRORS: ReadonlySet<string> = new Set(['EPIPE', 'ECONNRESET', 'UND_ERR_SOCKET']);
 
-/** Whether `err`, on a leg with no engine answer yet and a body of `bodyChars`, is an upload refusal. */
+/** Whether `err`, on a request with no engine answer yet and a body of `bodyChars` (string length or bytes), is an upload refusal. */
 export function isUploadRefusal(err: unknown, bodyChars: number): boolean {
   if (bodyChars < UPLOAD_REFUSAL_MIN_CHARS) return false;
   const code = (err as { code?: unknown } | null)?.code;
