@@ -13,6 +13,11 @@ export const ERROR_CODES = {
   body_too_large: { status: 413, type: 'invalid_request_error', retryable: false },
   /** An engine rejected the request (4xx): its status and body reach the client unchanged. */
   engine_rejected: { status: 400, type: 'invalid_request_error', retryable: false },
+  /**
+   * An engine closed the connection while a large leg body was being sent (its body limit, most
+   * likely; common/upload-refusal.ts): the request's, charged to no instance.
+   */
+  upload_refused: { status: 413, type: 'invalid_request_error', retryable: false },
   /** No instance pair can serve the request (topology, missing capability). */
   no_route: { status: 503, type: 'server_error', retryable: false },
   /** Admission: the caller's API key exceeded its rate limit (with `Retry-After`). */

@@ -31,6 +31,10 @@ describe('legOutcome', () => {
   it.each([
     [null, 'success'],
     [err('engine_rejected', { instanceId: 'a', status: 400 }), 'client_error'],
+    [err('engine_rejected', { instanceId: 'a', status: 413 }), 'client_error'],
+    [err('engine_rejected', { instanceId: 'a', status: 422 }), 'client_error'],
+    [err('engine_rejected', { instanceId: 'a', status: 404 }), 'client_error'],
+    [err('upload_refused', { instanceId: 'a' }), 'cancelled'],
     [err('engine_error', { instanceId: 'a' }), 'failure'],
     [err('engine_unavailable', { instanceId: 'a', status: 429 }), 'failure'],
     [err('connection_error', { instanceId: 'a' }), 'failure'],

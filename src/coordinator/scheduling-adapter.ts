@@ -97,6 +97,7 @@ export function legOutcome(instanceId: string, err: MotorError | null | undefine
     err.code === 'client_disconnect' ||
     err.code === 'client_stalled' ||
     err.code === 'deadline_exceeded' ||
+    err.code === 'upload_refused' || // most likely over the engine's body limit: charged to nobody
     err.code === 'instance_withdrawn' // drained/paused after the pick: no request reached it
   )
     return 'cancelled';

@@ -35,6 +35,9 @@ export interface WholeReply {
  * - the engine answered >= 400            → finish, count `engine_error`, stop the peer leg, relay it.
  */
 export class LegAttempt {
+  /** Length of the body sent to the engine (characters), for the upload-refusal rule. */
+  private sentChars = 0;
+
   constructor(
     private readonly ctx: ProxyContext,
     /** Its end-to-end headers go to the engine. */
@@ -149,7 +152,11 @@ export class LegAttempt {
   private async engineFailed(profile: EngineCallProfile, err: unknown): Promise<void> {
     if (this.handle.stopReason !== null) return this.answerStopped();
     const during = profile.legName === null ? '' : ` during ${profile.legName}`;
-    await this.refuse('upstream_error', ProxyError.engineUnreachable(err), `engine unreachable${during}`);
+    const refusal = ProxyError.engineUnreachable(err, this.sentChars);
+    // a large upload the engine cut is the request's: relayed as 413, counted like an engine refusal
+    if (refusal.code === 'body_too_large')
+      return this.refuse('engine_error', refusal, `engine refused the body${during}`);
+    await this.refuse('upstream_error', refusal, `engine unreachable${during}`);
   }
 
   private async relayEngineError(
@@ -168,6 +175,8 @@ export class LegAttempt {
   }
 
   private send(path: string, built: EngineRequest, signal: AbortSignal): Promise<EngineResponse> {
+    const body = stringifyWithBigInt(built.body);
+    this.sentChars = body.length;
     return this.ctx.engine.request({
       method: 'POST',
       path,
@@ -177,7 +186,7 @@ export class LegAttempt {
         ...built.headers,
         'content-type': 'application/json',
       },
-      body: stringifyWithBigInt(built.body),
+      body,
       signal,
     });
   }

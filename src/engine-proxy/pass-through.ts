@@ -56,7 +56,8 @@ export async function passThrough(
     });
   } catch (err) {
     // No attempt, no peer: only the answer of the ladder applies (nothing when the client left).
-    if (!res.headersSent && !ctl.signal.aborted) sendError(res, ProxyError.engineUnreachable(err));
+    if (!res.headersSent && !ctl.signal.aborted)
+      sendError(res, ProxyError.engineUnreachable(err, body?.length));
     return;
   }
   res.writeHead(up.statusCode, forwardableResponseHeaders(up.headers, true));

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { errorTypeForStatus } from '../common/http.js';
 import type { BeginRefusalCode } from './attempt-tracker.js';
+import { UPLOAD_REFUSAL_MIN_CHARS } from '../common/upload-refusal.js';
 import { PROXY_ERROR_CODES, ProxyError, sendError, type ProxyErrorCode } from './proxy-error.js';
 
 /** Captures what `sendError` writes. */
@@ -102,5 +103,21 @@ describe('sendError', () => {
       sendError(out.res, new ProxyError(code, 'm'));
       expect(JSON.parse(out.body()).error.code).toBe(PROXY_ERROR_CODES[code].wire ? code : null);
     }
+  });
+});
+
+describe('ProxyError.engineUnreachable: an upload the engine cut (common/upload-refusal.ts)', () => {
+  const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+  const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+  it.each([
+    ['a reset of a large body', reset, UPLOAD_REFUSAL_MIN_CHARS, 'body_too_large', 413],
+    ['a reset of a small body', reset, 100, 'engine_unreachable', 502],
+    ['a refused connection, large body', refused, UPLOAD_REFUSAL_MIN_CHARS, 'engine_unreachable', 502],
+    ['no body length given', reset, undefined, 'engine_unreachable', 502],
+  ] as const)('%s → %s', (_name, cause, chars, code, status) => {
+    const err = ProxyError.engineUnreachable(cause, chars);
+    expect(err.code).toBe(code);
+    expect(err.status).toBe(status);
+    if (code === 'body_too_large') expect(err.message).toMatch(/over the engine's own size limit/);
   });
 });

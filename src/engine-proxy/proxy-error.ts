@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { frameErrors, type FrameErrors } from '../common/frame-errors.js';
 import { HttpError, renderError, type RenderableError } from '../common/http-error.js';
 import type { AdapterError } from '../engine-adapters/index.js';
+import { isUploadRefusal } from '../common/upload-refusal.js';
 
 /**
  * The engine proxy's one error type. Every refusal carries a stable `code`; the table maps it to the
@@ -62,7 +63,16 @@ export class ProxyError extends Error {
     return new ProxyError(code, err.message, { param: err.param, status: err.status });
   }
 
-  static engineUnreachable(cause: unknown): ProxyError {
+  /** `bodyChars`: the length of the body sent; a large upload cut by the engine is the request's (413). */
+  static engineUnreachable(cause: unknown, bodyChars = 0): ProxyError {
+    if (isUploadRefusal(cause, bodyChars)) {
+      const why = `${(cause as { code: string }).code} ${(cause as Error).message}`;
+      return new ProxyError(
+        'body_too_large',
+        `the engine closed the connection while receiving the ${bodyChars}-character request body (${why}): ` +
+          "it is probably over the engine's own size limit; send a smaller request",
+      );
+    }
     return new ProxyError('engine_unreachable', `engine unreachable: ${(cause as Error).message}`);
   }
 

@@ -93,7 +93,7 @@ export class Attempt {
     const transport = transports.for(instance);
     const request = transport.request(instance, input);
     const claim = source.acquire ? source.acquire(instance) : () => {};
-    const leg = new Leg(instance, role, transport, claim);
+    const leg = new Leg(instance, role, transport, claim, request.body?.length ?? 0);
     this.legs.push(leg);
     leg.tracking = scheduling.beginLeg(
       instance,
@@ -117,9 +117,14 @@ export class Attempt {
         signal: leg.ctl,
       });
       leg.response.then(
-        () => source.reportSuccess?.(instance),
+        (res) => {
+          leg.status = res.statusCode;
+          source.reportSuccess?.(instance);
+        },
         (err: unknown) => {
-          if (!leg.ctl.aborted) source.reportFailure?.(instance, (err as Error).message);
+          // a large upload cut by the engine is the request's (upload-refusal.ts), not a health signal
+          if (!leg.ctl.aborted && !leg.uploadRefused(err))
+            source.reportFailure?.(instance, (err as Error).message);
         },
       );
     }

@@ -1,11 +1,12 @@
 import type { Dispatcher as UndiciDispatcher } from 'undici';
 import { noopLegObserver, type LegObserver } from '../../observability/dispatch-observer.js';
 import type { Instance } from '../instance-source.js';
-import { MotorError } from '../../common/motor-error.js';
+import { errorForEngineStatus, MotorError } from '../../common/motor-error.js';
 import type { LegTracking } from '../scheduling-adapter.js';
 import { UpstreamAbort } from '../upstream.js';
 import type { LegRole } from './leg-request.js';
 import type { LegTransport } from './leg-transport.js';
+import { isUploadRefusal } from '../../common/upload-refusal.js';
 
 export type ResponseData = UndiciDispatcher.ResponseData;
 
@@ -17,6 +18,8 @@ export class Leg {
   response: Promise<ResponseData> | null = null;
   /** Load tracking and circuit-breaker outcome of this leg. */
   tracking: LegTracking | null = null;
+  /** The engine's response status once its headers arrived (null before). */
+  status: number | null = null;
   private released = false;
 
   constructor(
@@ -25,6 +28,8 @@ export class Leg {
     readonly transport: LegTransport,
     /** The instance source's claim (registry in-flight count, drain); released with the leg. */
     private readonly claim: (() => void) | undefined,
+    /** Length of the leg's body (characters), for the upload-refusal rule. */
+    readonly bodyChars = 0,
   ) {
     instance.inFlight++;
   }
@@ -44,13 +49,36 @@ export class Leg {
     this.release(err);
   }
 
-  /** The leg's connection failed (refused, reset, closed mid-body). */
+  /** Whether a failure of this leg's request is the request's own (upload-refusal.ts), not the instance's. */
+  uploadRefused(err: unknown): boolean {
+    return this.status === null && isUploadRefusal(err, this.bodyChars);
+  }
+
+  /**
+   * The leg's connection failed (refused, reset, closed mid-body). The engine's answer wins when one
+   * arrived: a 4xx whose body broke off is still that 4xx; a large upload cut before any answer is
+   * `upload_refused`; the rest is a `connection_error` of the instance.
+   */
   connectionError(err: unknown): MotorError {
     const e = err as { code?: string; message?: string };
-    const { instance } = this;
+    const { instance, status } = this;
+    const why = `${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}`;
+    if (status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429) {
+      const body = Buffer.from(JSON.stringify({ error: { message: `engine answered ${status} (${why})` } }));
+      return errorForEngineStatus(instance.id, this.role, { status, body, contentType: 'application/json' });
+    }
+    if (this.uploadRefused(err)) {
+      return new MotorError(
+        'upload_refused',
+        `${this.role} engine ${instance.id} closed the connection while receiving the ${this.bodyChars}-character ` +
+          `request body (${why}): the body is probably over the engine's own size limit ` +
+          "(Motor's is server.maxBodyBytes); send a smaller request",
+        { instanceId: instance.id },
+      );
+    }
     return new MotorError(
       'connection_error',
-      `${this.role} instance ${instance.id} (${instance.url}): ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}`,
+      `${this.role} instance ${instance.id} (${instance.url}): ${why}`,
       { instanceId: instance.id },
     );
   }

@@ -15,7 +15,11 @@ export async function readJsonBody(bodies: BodyReader, req: IncomingMessage): Pr
     return { value: await bodies.json(req) };
   } catch (err) {
     if (!(err instanceof HttpError)) throw err;
-    const code = err.status === 413 ? 'body_too_large' : 'invalid_request';
-    return { error: new MotorError(code, err.message), headers: err.headers };
+    if (err.status === 413) {
+      // Motor's own limit, named so it is not mistaken for an engine's
+      const message = `${err.message} (the coordinator's limit, server.maxBodyBytes)`;
+      return { error: new MotorError('body_too_large', message), headers: err.headers };
+    }
+    return { error: new MotorError('invalid_request', err.message), headers: err.headers };
   }
 }
