@@ -1,6 +1,6 @@
 import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { getOver, rawSocket, silentSockets } from '../../test/helpers/raw-sockets.js';
+import { BOUND, getOver, LIMITS, rawSocket, silentSockets } from '../../test/helpers/raw-sockets.js';
 import { createLogger } from '../common/logger.js';
 import { validateCoordinatorConfig } from '../config/coordinator-config.js';
 import { startCoordinator } from '../coordinator/coordinator.js';
@@ -11,13 +11,6 @@ import { startEngineProxy } from './server.js';
 
 /** Issue 15 finding 5 on the engine proxy's listener (`--headers-timeout-ms`, …, `--max-connections`). */
 
-const BOUND = 200;
-const LIMITS = {
-  headersTimeoutMs: BOUND,
-  requestTimeoutMs: 1_000,
-  keepAliveTimeoutMs: BOUND,
-  idleTimeoutMs: BOUND,
-};
 const quiet = () => createLogger('proxy-limits-test', 'silent');
 
 const closers: Array<() => Promise<void>> = [];

@@ -1,6 +1,15 @@
 import { request, type Agent } from 'node:http';
 import { connect } from 'node:net';
 
+/** Short server-side bounds for listener tests (ms): idle sockets close within about BOUND. */
+export const BOUND = 200;
+export const LIMITS = {
+  headersTimeoutMs: BOUND,
+  requestTimeoutMs: 1_000,
+  keepAliveTimeoutMs: BOUND,
+  idleTimeoutMs: BOUND,
+};
+
 export interface ClosedSocket {
   /** From connect to the server closing it (ms). */
   ms: number;

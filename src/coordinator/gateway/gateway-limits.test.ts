@@ -1,6 +1,6 @@
 import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { getOver, rawSocket, silentSockets } from '../../../test/helpers/raw-sockets.js';
+import { BOUND, getOver, LIMITS, rawSocket, silentSockets } from '../../../test/helpers/raw-sockets.js';
 import { createLogger } from '../../common/logger.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { startSimulator } from '../../simulator/server.js';
@@ -12,13 +12,6 @@ import { startCoordinator } from '../coordinator.js';
  * and caps them (`server.maxConnections`), without cutting a generation that is silent for a while.
  */
 
-const BOUND = 200;
-const LIMITS = {
-  headersTimeoutMs: BOUND,
-  requestTimeoutMs: 1_000,
-  keepAliveTimeoutMs: BOUND,
-  idleTimeoutMs: BOUND,
-};
 const quiet = () => createLogger('gateway-limits-test', 'silent');
 
 const closers: Array<() => Promise<void>> = [];
