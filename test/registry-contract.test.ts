@@ -323,6 +323,40 @@ for (const store of [memoryStore, etcdStore]) {
       expect(await registry.heartbeat('hb')).toBe(false);
     });
 
+    // Issue 15 finding 9: the operator's state is kept apart from the (leased) registration.
+    it.each([
+      { action: 'pause', state: 'paused' },
+      { action: 'drain', state: 'draining' },
+    ] as const)(
+      "an operator's $action outlives lease expiry: the id registers again $state until resumed",
+      async ({ action, state }) => {
+        registry = await open();
+        const lease = { ttlMs: 1000, renew: 'heartbeat' } as const;
+        await registry.register(prefill('hb'), { source: 'self', lease });
+        await registry[action]('hb');
+        const expired = waitForEvent(registry, (e) => e.type === 'remove', 5000, 'lease expiry');
+        await expired;
+        const again = await registry.register(prefill('hb'), { source: 'self', lease });
+        expect(again.state).toBe(state);
+        expect(registry.startRequest('hb')).toBeUndefined();
+        expect((await registry.resume('hb')).state).toBe('active');
+        await registry.remove('hb');
+        expect((await registry.register(prefill('hb'), { source: 'self', lease })).state).toBe('active');
+      },
+    );
+
+    it("remove() ends the operator's hold; an explicit registration state replaces it", async () => {
+      registry = await open();
+      await registry.register(prefill('p-0'));
+      await registry.pause('p-0');
+      expect(await registry.remove('p-0')).toBe(true);
+      expect(await registry.remove('p-0')).toBe(false);
+      expect((await registry.register(prefill('p-0'))).state).toBe('active');
+      await registry.register(prefill('p-1', { state: 'paused' }));
+      await registry.register(prefill('p-1', { state: 'active' }));
+      expect((await registry.register(prefill('p-1'))).state).toBe('active');
+    });
+
     it('rejects writes after close', async () => {
       registry = await store.create();
       await registry.close();

@@ -120,6 +120,24 @@ suite('EtcdRegistry with several replicas on one etcd', () => {
     expect(late.list().map((r) => r.id)).toEqual(['d-0']);
   });
 
+  it("an operator's pause lives in etcd without a lease: a restarted coordinator re-registers it paused", async () => {
+    const a = await replica();
+    await a.register(decode('d-0'), { source: 'self', lease: { ttlMs: 1000, renew: 'heartbeat' } });
+    await a.pause('d-0');
+    await a.close({ deregister: false }); // the coordinator stops; the proxy's lease runs out meanwhile
+    const raw = new Etcd3({ hosts: etcd.endpoint });
+    cleanups.push(() => raw.close());
+    const restarted = await replica();
+    if (restarted.get('d-0')) {
+      await waitForEvent(restarted, (e) => e.type === 'remove', 5000, 'lease expiry');
+    }
+    expect(await raw.get(`${prefix}state/d-0`).string()).toBe('paused');
+    const again = await restarted.register(decode('d-0'), { source: 'self' });
+    expect(again.state).toBe('paused');
+    await restarted.resume('d-0');
+    expect(await raw.get(`${prefix}state/d-0`).string()).toBeNull();
+  });
+
   it('an owner lease expires when its owner stops renewing it: the instance leaves every replica', async () => {
     const a = await replica();
     const b = await replica();

@@ -1,16 +1,28 @@
-import { Etcd3, type IKeyValue, type IOptions, type Lease, type Watcher } from 'etcd3';
+import {
+  Etcd3,
+  type DeleteBuilder,
+  type IKeyValue,
+  type IOptions,
+  type Lease,
+  type PutBuilder,
+  type Watcher,
+} from 'etcd3';
+import { z } from 'zod';
 import {
   applyInstancePatch,
   buildInstanceRecord,
+  INSTANCE_STATES,
   instanceRecordSchema,
   leaseTtlMs,
   notFound,
+  operatorHoldOf,
   parseRegistration,
   RegistryError,
   type InstanceLease,
   type InstancePatch,
   type InstanceRecord,
   type InstanceRegistration,
+  type InstanceState,
   type ParsedRegistration,
 } from './instance-record.js';
 import {
@@ -50,13 +62,16 @@ interface OwnedRegistration {
  * every other replica's changes. Writes are compare-and-swap transactions on the key's
  * mod_revision. Leases are real etcd leases: `owner` leases are kept alive by this object,
  * `heartbeat` leases by `heartbeat(id)` from any replica; an expired lease deletes the key, which
- * every watcher sees as `remove`.
+ * every watcher sees as `remove`. An operator's `paused`/`draining` is also kept, without a lease,
+ * under `<prefix>state/<id>` (written in the same transaction as the record), so a record that
+ * expires and registers again — on any replica, after any restart — gets it back.
  */
 export class EtcdRegistry extends RegistryBase {
   readonly kind = 'etcd' as const;
   readonly prefix: string;
   private readonly client: Etcd3;
   private readonly instancesPrefix: string;
+  private readonly statePrefix: string;
   private readonly syncTimeoutMs: number;
   private watcher: Watcher | undefined;
   private revision = 0;
@@ -70,6 +85,7 @@ export class EtcdRegistry extends RegistryBase {
     super(options);
     this.prefix = normalizePrefix(options.prefix ?? DEFAULT_ETCD_PREFIX);
     this.instancesPrefix = `${this.prefix}instances/`;
+    this.statePrefix = `${this.prefix}state/`;
     this.syncTimeoutMs = options.syncTimeoutMs ?? 5000;
     const clientOptions: IOptions = {
       hosts: options.endpoints,
@@ -143,6 +159,17 @@ export class EtcdRegistry extends RegistryBase {
 
   private keyOf(id: string): string {
     return `${this.instancesPrefix}${id}`;
+  }
+
+  private stateKeyOf(id: string): string {
+    return `${this.statePrefix}${id}`;
+  }
+
+  /** The write that leaves the operator's hold for `record` in etcd (delete when `active`). */
+  private holdOp(record: InstanceRecord): PutBuilder | DeleteBuilder {
+    const hold = operatorHoldOf(record.state);
+    const key = this.stateKeyOf(record.id);
+    return hold ? this.client.put(key).value(hold) : this.client.delete().key(key);
   }
 
   /** Applies a put from etcd to the local view; returns the id, or undefined for a corrupt value. */
@@ -247,18 +274,30 @@ export class EtcdRegistry extends RegistryBase {
     }
     try {
       for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-        const current = (await this.client.get(key).exec()).kvs[0];
+        const stateKey = this.stateKeyOf(parsed.id);
+        const [current, held] = await Promise.all([
+          this.client
+            .get(key)
+            .exec()
+            .then((r) => r.kvs[0]),
+          this.client
+            .get(stateKey)
+            .exec()
+            .then((r) => r.kvs[0]),
+        ]);
         const existing = current ? decodeRecord(current.value) : undefined;
         const record = buildInstanceRecord(parsed, existing, {
           source: options.source ?? 'api',
           lease,
           nowMs: this.now(),
+          hold: held ? decodeHold(held.value) : undefined,
         });
         const put = this.client.put(key).value(JSON.stringify(record));
         if (leaseId !== '0') put.lease(leaseId);
         const txn = await this.client
           .if(key, 'Mod', '==', current ? current.mod_revision : '0')
-          .then(put)
+          .and(stateKey, 'Mod', '==', held ? held.mod_revision : '0')
+          .then(put, this.holdOp(record))
           .commit();
         if (!txn.succeeded) continue;
         const previousOwned = this.owned.get(parsed.id);
@@ -315,7 +354,7 @@ export class EtcdRegistry extends RegistryBase {
       const next = applyInstancePatch(existing, patch, this.now());
       const txn = await this.client
         .if(key, 'Mod', '==', current.mod_revision)
-        .then(this.client.put(key).value(JSON.stringify(next)).ignoreLease())
+        .then(this.client.put(key).value(JSON.stringify(next)).ignoreLease(), this.holdOp(next))
         .commit();
       if (!txn.succeeded) continue;
       await this.waitForRevision(Number(txn.header.revision));
@@ -326,14 +365,21 @@ export class EtcdRegistry extends RegistryBase {
 
   private async removeInner(id: string): Promise<boolean> {
     this.assertOpen();
-    const res = await this.client.delete().key(this.keyOf(id)).exec();
+    // A deliberate deregistration (e.g. a proxy's drain-then-delete) also ends the operator's hold.
+    const key = this.keyOf(id);
+    const dropHold = (): DeleteBuilder => this.client.delete().key(this.stateKeyOf(id));
+    const res = await this.client
+      .if(key, 'Version', '>', 0)
+      .then(this.client.delete().key(key), dropHold())
+      .else(dropHold())
+      .commit();
     await this.waitForRevision(Number(res.header.revision));
     const owned = this.owned.get(id);
     if (owned) {
       this.owned.delete(id);
       await owned.lease.revoke().catch(() => undefined);
     }
-    return Number(res.deleted) > 0;
+    return res.succeeded;
   }
 
   private async heartbeatInner(id: string): Promise<boolean> {
@@ -375,6 +421,11 @@ export class EtcdRegistry extends RegistryBase {
   private assertOpen(): void {
     if (this.closed) throw new RegistryError('unavailable', 'registry is closed');
   }
+}
+
+function decodeHold(value: Buffer): InstanceState | undefined {
+  const parsed = z.enum(INSTANCE_STATES).safeParse(value.toString('utf8'));
+  return parsed.success ? parsed.data : undefined;
 }
 
 function decodeRecord(value: Buffer): InstanceRecord | undefined {

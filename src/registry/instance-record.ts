@@ -228,12 +228,27 @@ export interface BuildRecordOptions {
   source: InstanceSource;
   lease: InstanceLease | null;
   nowMs: number;
+  /**
+   * The operator's kept state for this id (`paused`/`draining`), which outlives the record: it is
+   * restored when the id registers again after its lease expired (see `operatorHoldOf`).
+   */
+  hold?: InstanceState | undefined;
+}
+
+/**
+ * What an operator's state leaves behind once written: `paused`/`draining` are kept apart from the
+ * registration until a resume (or an explicit `state` or a `remove()`) clears them; `active` keeps
+ * nothing.
+ */
+export function operatorHoldOf(state: InstanceState): Exclude<InstanceState, 'active'> | undefined {
+  return state === 'active' ? undefined : state;
 }
 
 /**
  * Builds the stored record for a registration. Re-registering an existing id (an upsert, e.g. a
  * restarted engine proxy) keeps `registered_at_ms` and the operator-set `state` unless the
  * registration sets `state` itself — so a heartbeat re-registration never un-drains an instance.
+ * A registration after the record was gone (lease expiry) takes the operator's `hold` instead.
  */
 export function buildInstanceRecord(
   registration: ParsedRegistration,
@@ -272,7 +287,7 @@ export function buildInstanceRecord(
     dispatch_profile: profile,
     models: [...registration.models],
     labels: { ...registration.labels },
-    state: registration.state ?? existing?.state ?? 'active',
+    state: registration.state ?? options.hold ?? existing?.state ?? 'active',
     source: options.source,
     registered_at_ms: existing?.registered_at_ms ?? options.nowMs,
     updated_at_ms: options.nowMs,

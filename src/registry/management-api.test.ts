@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../common/clock.js';
 import type { InstanceHealth } from './health-prober.js';
 import {
   startManagementServer,
@@ -61,6 +62,21 @@ function expectOpenAiError(reply: Reply, status: number, param: string | null, c
 }
 
 describe('management API over HTTP', () => {
+  it("an operator's pause survives the self-registered proxy's lease expiry and re-registration", async () => {
+    const clock = new ManualClock();
+    registry = new MemoryRegistry({ timers: clock });
+    server = await startManagementServer({ registry });
+    const self = { ...P0, lease_ttl_ms: 2000 };
+    expect((await call('POST', '/v1/instances', self)).status).toBe(201);
+    expect((await call('POST', '/v1/instances/p-0/pause')).body.state).toBe('paused');
+    clock.advance(2000); // no heartbeat: the lease expires and the record is gone
+    expect((await call('GET', '/v1/instances/p-0')).status).toBe(404);
+    const again = await call('POST', '/v1/instances', self);
+    expect(again).toMatchObject({ status: 201, body: { id: 'p-0', state: 'paused', source: 'self' } });
+    expect((await call('GET', '/v1/instances')).body.data[0].state).toBe('paused');
+    expect((await call('POST', '/v1/instances/p-0/resume')).body.state).toBe('active');
+  });
+
   it('registers (201), re-registers (200), lists and shows instances with live providers', async () => {
     const health: InstanceHealth = {
       status: 'healthy',

@@ -6,7 +6,9 @@ import {
   RegistryError,
   leaseTtlMs,
   notFound,
+  operatorHoldOf,
   type InstancePatch,
+  type InstanceState,
   type InstanceRecord,
   type InstanceRegistration,
 } from './instance-record.js';
@@ -30,6 +32,8 @@ export class MemoryRegistry extends RegistryBase {
   readonly kind = 'memory' as const;
   private readonly timers: Clock;
   private readonly expiry = new Map<string, TimerHandle>();
+  /** Operator state (`paused`/`draining`) by id; outlives lease expiry, not `remove()` or a restart. */
+  private readonly holds = new Map<string, InstanceState>();
   private closed = false;
 
   constructor(options: MemoryRegistryOptions = {}) {
@@ -48,8 +52,10 @@ export class MemoryRegistry extends RegistryBase {
       source: options.source ?? 'api',
       lease,
       nowMs: this.now(),
+      hold: this.holds.get(parsed.id),
     });
     this.armExpiry(record);
+    this.keepHold(record);
     this.applyPut(record);
     return record;
   }
@@ -59,12 +65,14 @@ export class MemoryRegistry extends RegistryBase {
     const current = this.records.get(id);
     if (!current) throw notFound(id);
     const next = applyInstancePatch(current, patch, this.now());
+    this.keepHold(next);
     this.applyPut(next);
     return next;
   }
 
   async remove(id: string): Promise<boolean> {
     this.assertOpen();
+    this.holds.delete(id); // a deliberate deregistration (e.g. a proxy's drain-then-delete) ends the hold
     if (!this.records.has(id)) return false;
     this.disarmExpiry(id);
     this.applyDelete(id);
@@ -84,7 +92,14 @@ export class MemoryRegistry extends RegistryBase {
     this.closed = true;
     for (const handle of this.expiry.values()) this.timers.clearTimeout(handle);
     this.expiry.clear();
+    this.holds.clear();
     this.clearView();
+  }
+
+  private keepHold(record: InstanceRecord): void {
+    const hold = operatorHoldOf(record.state);
+    if (hold) this.holds.set(record.id, hold);
+    else this.holds.delete(record.id);
   }
 
   private armExpiry(record: InstanceRecord): void {
