@@ -215,4 +215,26 @@ describe('Observability (in process)', () => {
     req.legStart('single', 'D', headers);
     expect(headers).toEqual({ 'x-request-id': 'r#a1', traceparent: tp, tracestate: 'k=v' });
   });
+
+  // Issue 15 finding 10: an 8 KB junk traceparent used to reach every engine.
+  const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  it.each([
+    ['junk', 'x'.repeat(8192), 'k=v', {}],
+    ['upper-case hex', TP.toUpperCase(), undefined, {}],
+    ['zero trace id', `00-${'0'.repeat(32)}-00f067aa0ba902b7-01`, undefined, {}],
+    ['version ff', `ff${TP.slice(2)}`, undefined, {}],
+    ['oversized tracestate dropped alone', TP, 'k=' + 'v'.repeat(600), { traceparent: TP }],
+    ['well-formed pair kept', TP, 'k=v', { traceparent: TP, tracestate: 'k=v' }],
+  ])('with tracing off, a %s trace context: forwarded only when well-formed', (_n, tp, ts, want) => {
+    const req = make().requestStart({
+      rootRequestId: 'r',
+      path: '/v1/chat/completions',
+      model: 'm',
+      stream: false,
+      headers: { traceparent: tp, ...(ts !== undefined ? { tracestate: ts } : {}) },
+    });
+    const headers: Record<string, string> = { 'x-request-id': 'r#a1' };
+    req.legStart('single', 'D', headers);
+    expect(headers).toEqual({ 'x-request-id': 'r#a1', ...want });
+  });
 });

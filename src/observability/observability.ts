@@ -17,7 +17,7 @@ import type {
   RouteSummary,
 } from './dispatch-observer.js';
 import { RecentRequests, type LegSummary, type RequestSummary } from './recent-requests.js';
-import { endSpan, type Tracing } from './tracing.js';
+import { endSpan, forwardableTraceContext, type Tracing } from './tracing.js';
 
 const SEP = 0x0a;
 
@@ -197,10 +197,10 @@ class RequestRecord implements RequestObserver {
         },
         headers,
       );
-    } else if (typeof this.info.headers.traceparent === 'string') {
-      // Tracing off: the caller's trace context still reaches the engines.
-      headers.traceparent = this.info.headers.traceparent;
-      if (typeof this.info.headers.tracestate === 'string') headers.tracestate = this.info.headers.tracestate;
+    } else if (this.info.headers.traceparent !== undefined) {
+      // Tracing off: the caller's trace context still reaches the engines, if it is well-formed.
+      const forwarded = forwardableTraceContext(this.info.headers.traceparent, this.info.headers.tracestate);
+      if (forwarded) Object.assign(headers, forwarded);
     }
     return leg;
   }

@@ -90,3 +90,23 @@ export function endSpan(span: Span, errorCode: string | null, endTime?: number):
   if (errorCode !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: errorCode });
   span.end(endTime);
 }
+
+/** W3C Trace Context `traceparent`: version, trace id, parent id, flags (lowercase hex, ids not zero). */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+/** W3C caps `tracestate` at 32 list members; 512 characters is the size vendors must propagate. */
+const TRACESTATE_MAX_CHARS = 512;
+
+/**
+ * The caller's trace context as it may be forwarded to engines untouched (tracing off), or null: a
+ * malformed `traceparent` is dropped (with its `tracestate`), an oversized `tracestate` alone.
+ */
+export function forwardableTraceContext(
+  traceparent: unknown,
+  tracestate: unknown,
+): { traceparent: string; tracestate?: string } | null {
+  if (typeof traceparent !== 'string' || traceparent.length !== 55 || !TRACEPARENT.test(traceparent))
+    return null;
+  return typeof tracestate === 'string' && tracestate.length <= TRACESTATE_MAX_CHARS
+    ? { traceparent, tracestate }
+    : { traceparent };
+}
