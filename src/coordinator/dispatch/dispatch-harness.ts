@@ -1,5 +1,11 @@
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type ClientRequest as HttpClientRequest,
+  type IncomingMessage,
+  type Server,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { Dispatcher as UndiciDispatcher } from 'undici';
@@ -124,11 +130,8 @@ export class DispatchHarness {
     return entry.run(kvFields(call.headers['x-request-id']!));
   }
 
-  /**
-   * Sends one chat request through a loopback server into `Dispatcher.serve`, and resolves when the
-   * dispatcher is done with it. `disconnect`: the client goes away once that instance got its leg.
-   */
-  async send(body: Record<string, unknown>, disconnect?: string): Promise<ClientReply | null> {
+  /** Opens one chat request (the client body plus `model`/`messages` defaults) on the loopback server. */
+  private async post(body: Record<string, unknown>): Promise<HttpClientRequest> {
     const url = await this.listen();
     const payload = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...body });
     const req = httpRequest(`${url}/v1/chat/completions`, {
@@ -137,6 +140,15 @@ export class DispatchHarness {
     });
     req.on('error', () => {});
     req.end(payload);
+    return req;
+  }
+
+  /**
+   * Sends one chat request through a loopback server into `Dispatcher.serve`, and resolves when the
+   * dispatcher is done with it. `disconnect`: the client goes away once that instance got its leg.
+   */
+  async send(body: Record<string, unknown>, disconnect?: string): Promise<ClientReply | null> {
+    const req = await this.post(body);
     if (disconnect !== undefined) {
       await this.received(disconnect);
       req.destroy();
@@ -161,14 +173,7 @@ export class DispatchHarness {
     body: Record<string, unknown>,
     resumeAfterMs?: number,
   ): Promise<ClientReply & { complete: boolean }> {
-    const url = await this.listen();
-    const payload = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...body });
-    const req = httpRequest(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-    });
-    req.on('error', () => {});
-    req.end(payload);
+    const req = await this.post(body);
     const [res] = (await once(req, 'response')) as [IncomingMessage];
     res.pause();
     const served = this.served;
