@@ -12,12 +12,11 @@ import {
 } from './fake-clients.js';
 import {
   DECODE_PEER,
-  ENGINE_URL,
   PREFILL_PEER,
+  SGLANG_PREFILL_OPTIONS,
   startInProcessProxy,
   type InProcessProxy,
 } from './in-process-proxy.js';
-import { ENGINE_PROXY_DEFAULTS } from './options.js';
 import { startEngineProxy } from './server.js';
 import { envelope } from './testing.js';
 
@@ -147,15 +146,7 @@ describe('engine proxy credentials (--engine-api-key, --engine-admin-api-key)', 
     await expect(
       startEngineProxy(
         {
-          ...ENGINE_PROXY_DEFAULTS,
-          engineUrl: ENGINE_URL,
-          role: 'prefill',
-          engine: 'sglang',
-          dispatchCapabilities: ['concurrent_engine_sync'],
-          dispatchProfile: 'bootstrap',
-          bootstrapHost: null,
-          bootstrapPort: null,
-          peerAllow: [],
+          ...SGLANG_PREFILL_OPTIONS,
         },
         createLogger('test', 'silent'),
         { engine },
@@ -187,15 +178,7 @@ describe('engine keys are never shown', () => {
     );
     const server = await startEngineProxy(
       {
-        ...ENGINE_PROXY_DEFAULTS,
-        engineUrl: ENGINE_URL,
-        role: 'prefill',
-        engine: 'sglang',
-        dispatchCapabilities: ['concurrent_engine_sync'],
-        dispatchProfile: 'bootstrap',
-        bootstrapHost: null,
-        bootstrapPort: null,
-        peerAllow: [],
+        ...SGLANG_PREFILL_OPTIONS,
         engineApiKey: 'sekrit-api',
         engineAdminApiKey: 'sekrit-admin',
       },

@@ -11,6 +11,19 @@ export const DECODE_PEER = 'http://decode-proxy.test:8002';
 /** The fake engine's address (only its host and port matter: the default bootstrap address). */
 export const ENGINE_URL = 'http://10.0.0.5:30000';
 
+/** A proxy beside an SGLang prefill engine at ENGINE_URL (no peers, no bootstrap flags). */
+export const SGLANG_PREFILL_OPTIONS: EngineProxyOptions = {
+  ...ENGINE_PROXY_DEFAULTS,
+  engineUrl: ENGINE_URL,
+  role: 'prefill',
+  engine: 'sglang',
+  dispatchCapabilities: ['concurrent_engine_sync'],
+  dispatchProfile: 'bootstrap',
+  bootstrapHost: null,
+  bootstrapPort: null,
+  peerAllow: [],
+};
+
 export interface Answer {
   status: number;
   headers: IncomingHttpHeaders;

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { fixtureBody } from '../../test/fixtures/engines/load.js';
 import { EngineAuthError } from './engine-credentials.js';
 import { engineReply, FakeEngineClient, unreachable, type EngineScript } from './fake-clients.js';
-import { ENGINE_URL } from './in-process-proxy.js';
-import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from './options.js';
+import { SGLANG_PREFILL_OPTIONS } from './in-process-proxy.js';
+import type { EngineProxyOptions } from './options.js';
 import { startEngineProxy } from './server.js';
 import { learnSglangBootstrapPort } from './sglang-bootstrap-port.js';
 
@@ -118,17 +118,7 @@ describe('learnSglangBootstrapPort: reported > --bootstrap-port > 8998, never th
 });
 
 describe('an SGLang prefill proxy serves only once it knows the bootstrap port', () => {
-  const opts: EngineProxyOptions = {
-    ...ENGINE_PROXY_DEFAULTS,
-    engineUrl: ENGINE_URL,
-    role: 'prefill',
-    engine: 'sglang',
-    dispatchCapabilities: ['concurrent_engine_sync'],
-    dispatchProfile: 'bootstrap',
-    bootstrapHost: null,
-    bootstrapPort: null,
-    peerAllow: [],
-  };
+  const opts: EngineProxyOptions = SGLANG_PREFILL_OPTIONS;
 
   it('waits for the engine, then advertises its port (not the HTTP port 30000)', async () => {
     let answer: (() => void) | null = null;
