@@ -17,15 +17,23 @@ export interface ClosedSocket {
   data: string;
 }
 
-/** Connects to `url`, optionally writes `send`, then stays silent; resolves once the server closes it. */
-export function rawSocket(url: string, send?: string): { closed: Promise<ClosedSocket>; destroy(): void } {
+/**
+ * Connects to `url`, optionally writes `send`, then stays silent; resolves once the server closes it.
+ * `paused`: never reads either (a client that stops reading: the server's writes back up); `data` stays empty.
+ */
+export function rawSocket(
+  url: string,
+  send?: string,
+  opts: { paused?: boolean } = {},
+): { closed: Promise<ClosedSocket>; destroy(): void } {
   const { hostname, port } = new URL(url);
   const t0 = performance.now();
   const socket = connect(Number(port), hostname);
   if (send !== undefined) socket.write(send);
   let data = '';
   socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => (data += chunk));
+  if (opts.paused) socket.pause();
+  else socket.on('data', (chunk: string) => (data += chunk));
   socket.on('error', () => {});
   const closed = new Promise<ClosedSocket>((resolve) => {
     socket.on('close', () => resolve({ ms: performance.now() - t0, data }));

@@ -1,0 +1,243 @@
+import { request } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MotorChild } from '../src/cluster/motor-child.js';
+import { http } from '../src/simulator/testing.js';
+import {
+  eventually,
+  LAYERWISE,
+  MODEL,
+  recorded,
+  resetSim,
+  settledLedgers,
+  startCoordinatorProcess,
+  startSim,
+  stopAllSpawned,
+  type CoordinatorHandle,
+} from './e2e-cluster.js';
+import { rawSocket } from './helpers/raw-sockets.js';
+
+/**
+ * Issue 15 "Done when": the attacks of the adversarial run, repeated against one real fleet (a
+ * coordinator process in direct trigger mode over two simulator processes, loopback), each while a
+ * well-behaved client keeps being served — and no attack may open an instance's circuit. Counts are
+ * scaled down from the run's (bounded network tests); each finding also has its own regression test
+ * next to the code.
+ */
+
+const KEYS = { alice: 'key-alice', bob: 'key-bob' };
+/** The decode engine's own body limit, under the coordinator's 4 MiB: the leg a client body becomes is refused by it. */
+const ENGINE_MAX_BODY = 1024 * 1024;
+
+let prefill: MotorChild;
+let decode: MotorChild;
+let coord: CoordinatorHandle;
+
+beforeAll(async () => {
+  [prefill, decode] = await Promise.all([
+    startSim({ role: 'prefill' }),
+    startSim({
+      role: 'decode',
+      // time scale 0.001: a long answer outruns a non-reading client's socket buffers within a second, yet the
+      // engine still paces (yields) between steps, as a real one interleaves its streams
+      args: [
+        '--max-body-bytes',
+        String(ENGINE_MAX_BODY),
+        '--max-model-len',
+        '1000000',
+        '--time-scale',
+        '0.001',
+      ],
+    }),
+  ]);
+  coord = await startCoordinatorProcess({
+    retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20 },
+    // idleMs under clientStallMs: a client's pause counted as engine silence would show as idle_timeout
+    timeouts: { firstTokenMs: 10_000, idleMs: 1_000, clientStallMs: 3_000 },
+    server: {
+      apiKeys: [KEYS.alice, KEYS.bob],
+      tenantIsolation: 'api-key',
+      headersTimeoutMs: 500,
+      requestTimeoutMs: 30_000,
+    },
+    // one failure opens a circuit: any charge an attack causes shows at once
+    scheduling: { circuitBreaker: { failureThreshold: 1 } },
+    instances: [
+      {
+        id: 'P',
+        url: prefill.url,
+        role: 'prefill',
+        mode: 'direct',
+        models: [MODEL],
+        kvTransferConfig: LAYERWISE,
+      },
+      {
+        id: 'D',
+        url: decode.url,
+        role: 'decode',
+        mode: 'direct',
+        models: [MODEL],
+        kvTransferConfig: LAYERWISE,
+      },
+    ],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await stopAllSpawned();
+});
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: MODEL,
+  messages: [{ role: 'user', content }],
+  max_tokens: 8,
+  ...extra,
+});
+
+/** A well-behaved client's request: must be served in full while an attack runs. */
+async function served(key = KEYS.alice): Promise<void> {
+  const r = await http(coord.url, 'POST', '/v1/chat/completions', chat('hello there'), auth(key));
+  expect(r.status, r.text).toBe(200);
+  expect((r.json as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason).toBe('length');
+}
+
+/** No instance's circuit is open (the coordinator's `motor_instance_circuit_state{state="open"}` is 0). */
+async function noCircuitOpened(): Promise<void> {
+  const text = (await http(coord.url, 'GET', '/metrics')).text;
+  const open = text
+    .split('\n')
+    .filter((l) => l.startsWith('motor_instance_circuit_state{') && l.includes('state="open"'));
+  expect(open.length).toBeGreaterThan(0);
+  for (const line of open) expect(line.endsWith(' 0'), line).toBe(true);
+}
+
+/** Sum of a coordinator counter's series whose labels contain `label`. */
+async function metricSum(name: string, label: string): Promise<number> {
+  const text = (await http(coord.url, 'GET', '/metrics')).text;
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) && line.includes(label))
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+/** POSTs `bytes` bytes of body to `path` without awaiting an answer beyond the status (or a reset). */
+function blindPost(path: string, bytes: number, headers: Record<string, string> = {}): Promise<number> {
+  const { hostname, port } = new URL(coord.url);
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: hostname,
+        port,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', () => resolve(0));
+    req.end(Buffer.alloc(bytes, 0x20));
+  });
+}
+
+describe('the adversarial run, repeated (issue 15)', () => {
+  it('finding 1: guessed and bare metaserver calls are refused and the victims are served', async () => {
+    const r = await http(coord.url, 'POST', '/v1/chat/completions', chat('victim'), auth(KEYS.alice));
+    expect(r.status, r.text).toBe(200);
+    const root = (r.json as { id: string }).id.replace(/^chatcmpl-/, '');
+    const guesses = [`/v1/metaserver`, `/v1/metaserver/${root}%23a1`, `/v1/metaserver/${root}`];
+    const body = {
+      request_id: `${root}#a2`,
+      remote_block_ids: [1],
+      remote_engine_id: 'x',
+      remote_host: '10.0.0.1',
+      remote_port: 1,
+    };
+    const [answers] = await Promise.all([
+      Promise.all(guesses.map((p) => http(coord.url, 'POST', p, body))),
+      Promise.all(Array.from({ length: 4 }, () => served())),
+    ]);
+    for (const a of answers) expect(a.status).toBe(404);
+    await noCircuitOpened();
+  });
+
+  it('finding 2: a flood of large unauthenticated metaserver calls costs no memory and no service', async () => {
+    const before = await rssMiB(coord.child.child.pid!);
+    const flood = Array.from({ length: 60 }, (_, i) =>
+      blindPost(`/v1/metaserver/guess-${i}`, 3.8 * 1024 * 1024),
+    );
+    await Promise.all([served(), served()]);
+    const statuses = await Promise.all(flood);
+    for (const s of statuses) expect([0, 404]).toContain(s);
+    expect(await rssMiB(coord.child.child.pid!)).toBeLessThan(before + 150);
+    await noCircuitOpened();
+  });
+
+  it('finding 4: six clients that stop reading are cut as client_stalled; no breaker opens', async () => {
+    const body = JSON.stringify(chat('long one', { stream: true, max_tokens: 200_000, ignore_eos: true }));
+    const stalledBefore = await metricSum('motor_attempt_failures_total', 'code="client_stalled"');
+    const readers = Array.from({ length: 6 }, () =>
+      rawSocket(
+        coord.url,
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEYS.bob}\r\n` +
+          `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        { paused: true },
+      ),
+    );
+    await served();
+    await eventually(async () => {
+      const stalled = await metricSum('motor_attempt_failures_total', 'code="client_stalled"');
+      expect(stalled - stalledBefore).toBe(6);
+    }, 20_000);
+    for (const r of readers) r.destroy();
+    await served();
+    await noCircuitOpened();
+  });
+
+  it('finding 5: idle sockets are closed by the header timeout while others are served', async () => {
+    const idle = Array.from({ length: 500 }, () => rawSocket(coord.url));
+    await served();
+    const lives = await Promise.all(idle.map((s) => s.closed));
+    for (const l of lives) expect(l.ms).toBeLessThan(5_000);
+    await served();
+  });
+
+  it('finding 6: bodies over the engine limit (under Motor’s) at concurrency are the clients’ 413, never a breaker', async () => {
+    const big = JSON.stringify(chat('y'.repeat(2 * ENGINE_MAX_BODY)));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        http(coord.url, 'POST', '/v1/chat/completions', JSON.parse(big) as unknown, auth(KEYS.alice)),
+      ),
+    );
+    for (const a of answers) expect(a.status, a.text).toBe(413);
+    await served();
+    await noCircuitOpened();
+  });
+
+  it('finding 8: the same prompt from two API keys reaches the engines with different cache salts', async () => {
+    await Promise.all([resetSim(prefill), resetSim(decode)]);
+    const prompt = 'the shared system prompt '.repeat(20);
+    await http(coord.url, 'POST', '/v1/chat/completions', chat(prompt), auth(KEYS.alice));
+    await http(coord.url, 'POST', '/v1/chat/completions', chat(prompt), auth(KEYS.bob));
+    const salts = (await recorded(decode)).map((r) => (r.body as { cache_salt?: string }).cache_salt);
+    expect(salts).toHaveLength(2);
+    expect(salts[0]).toEqual(expect.any(String));
+    expect(salts[1]).toEqual(expect.any(String));
+    expect(salts[0]).not.toBe(salts[1]);
+  });
+
+  it('leaves nothing running on the engines', async () => {
+    await settledLedgers([prefill, decode]);
+  });
+});
