@@ -1,7 +1,7 @@
 import type { Dispatcher as UndiciDispatcher } from 'undici';
 import { noopLegObserver, type LegObserver } from '../../observability/dispatch-observer.js';
 import type { Instance } from '../instance-source.js';
-import { errorForEngineStatus, MotorError } from '../../common/motor-error.js';
+import { errorForEngineStatus, MotorError, type EngineReply } from '../../common/motor-error.js';
 import type { LegTracking } from '../scheduling-adapter.js';
 import { UpstreamAbort } from '../upstream.js';
 import type { LegRole } from './leg-request.js';
@@ -54,6 +54,11 @@ export class Leg {
     return this.status === null && isUploadRefusal(err, this.bodyChars);
   }
 
+  /** The engine's non-200 answer on this leg as a Motor error (a 413 names this leg's body size). */
+  engineStatusError(reply: EngineReply): MotorError {
+    return errorForEngineStatus(this.instance.id, this.role, reply, this.bodyChars);
+  }
+
   /**
    * The leg's connection failed (refused, reset, closed mid-body). The engine's answer wins when one
    * arrived: a 4xx whose body broke off is still that 4xx; a large upload cut before any answer is
@@ -65,7 +70,7 @@ export class Leg {
     const why = `${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}`;
     if (status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429) {
       const body = Buffer.from(JSON.stringify({ error: { message: `engine answered ${status} (${why})` } }));
-      return errorForEngineStatus(instance.id, this.role, { status, body, contentType: 'application/json' });
+      return this.engineStatusError({ status, body, contentType: 'application/json' });
     }
     if (this.uploadRefused(err)) {
       return new MotorError(
