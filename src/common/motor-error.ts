@@ -45,6 +45,11 @@ export const ERROR_CODES = {
   client_disconnect: { status: 499, type: 'invalid_request_error', retryable: false },
   /** A stream client left its socket full (not reading) for `timeouts.clientStallMs`: cut, charged to nobody. */
   client_stalled: { status: 499, type: 'invalid_request_error', retryable: false },
+  /**
+   * A request came back to a coordinator it already went through (coordinator/hop-header.ts), or an
+   * instance answered that 508 to a leg: an instance URL points at a coordinator.
+   */
+  loop_detected: { status: 508, type: 'invalid_request_error', retryable: false },
   internal: { status: 500, type: 'server_error', retryable: false },
 } as const satisfies Record<string, { status: number; type: string; retryable: boolean }>;
 
@@ -124,6 +129,14 @@ export function errorForEngineStatus(
       'engine_error',
       `${leg} engine ${instanceId} answered ${status}: the engine API key is missing or wrong ` +
         "(instance apiKey / apiKeyEnv, or the engine proxy's --engine-api-key)",
+      { instanceId },
+    );
+  }
+  if (status === 508) {
+    // A Motor coordinator refused the leg as a loop (hop-header.ts): no other instance would help.
+    return new MotorError(
+      'loop_detected',
+      `${leg} instance ${instanceId} sent the request back to a Motor coordinator it came through: ${detail}`,
       { instanceId },
     );
   }

@@ -8,6 +8,7 @@ import {
 } from '../../observability/dispatch-observer.js';
 import type { ClientRequest } from '../client-request.js';
 import type { InstanceSource } from '../instance-source.js';
+import { HOP_HEADER, nextHops } from '../hop-header.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
@@ -94,6 +95,7 @@ export class Dispatcher {
       }),
       schedulingRequest: scheduling.requestFor(client, meta),
       rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
+      hops: nextHops(res.req.headers[HOP_HEADER]),
     };
     cancellation.startDeadline(config.timeouts.totalMs);
     const plan: RetryPlan = { exclude: new Set(), forced: null, lastError: null };
