@@ -10,6 +10,16 @@ import { isUploadRefusal } from '../../common/upload-refusal.js';
 
 export type ResponseData = UndiciDispatcher.ResponseData;
 
+/** Errors of a connection that was never made (Node's and undici's codes): no byte reached the engine. */
+const CONNECT_ERRORS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
 /** One engine request of an attempt. */
 export class Leg {
   /** Aborting closes the leg's socket (the cheap EventEmitter signal undici accepts). */
@@ -20,6 +30,8 @@ export class Leg {
   tracking: LegTracking | null = null;
   /** The engine's response status once its headers arrived (null before). */
   status: number | null = null;
+  /** The connection was never made (refused, unresolvable, connect timeout): the engine got nothing. */
+  unreached = false;
   private released = false;
 
   constructor(
@@ -68,6 +80,7 @@ export class Leg {
     const e = err as { code?: string; message?: string };
     const { instance, status } = this;
     const why = `${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}`;
+    if (status === null && e.code !== undefined && CONNECT_ERRORS.has(e.code)) this.unreached = true;
     if (status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429) {
       const body = Buffer.from(JSON.stringify({ error: { message: `engine answered ${status} (${why})` } }));
       return this.engineStatusError({ status, body, contentType: 'application/json' });
