@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, isWildcardHost } from './hosts.js';
+import { isLinkLocalOrMetadataHost, isLoopbackHost, isWildcardHost } from './hosts.js';
 
 describe('host kinds', () => {
   it.each([
@@ -15,5 +15,37 @@ describe('host kinds', () => {
   ])('%s: loopback %s, wildcard %s', (host, loopback, wildcard) => {
     expect(isLoopbackHost(host)).toBe(loopback);
     expect(isWildcardHost(host)).toBe(wildcard);
+  });
+});
+
+describe('isLinkLocalOrMetadataHost (issue 15 finding 10: admin URLs)', () => {
+  it.each([
+    ['169.254.169.254', true],
+    ['169.254.0.1', true],
+    ['[fe80::1]', true],
+    ['[febf::1]', true],
+    ['[fec0::1]', false],
+    ['[::ffff:a9fe:a9fe]', true], // http://[::ffff:169.254.169.254]/ as the URL parser writes it
+    ['[::ffff:a00:5]', false],
+    ['metadata.google.internal', true],
+    ['Metadata.Google.Internal.', true],
+    ['metadata', true],
+    ['100.100.100.200', true],
+    ['[fd00:ec2::254]', true],
+    ['127.0.0.1', false],
+    ['10.0.0.5', false],
+    ['169.255.0.1', false],
+    ['decode.example', false],
+  ])('%s → %s', (host, expected) => {
+    expect(isLinkLocalOrMetadataHost(host)).toBe(expected);
+  });
+
+  it('sees through the URL forms an address can be written in', () => {
+    for (const url of [
+      'http://2852039166/',
+      'http://0xa9.0xfe.0xa9.0xfe/',
+      'http://[::ffff:169.254.169.254]/',
+    ])
+      expect(isLinkLocalOrMetadataHost(new URL(url).hostname), url).toBe(true);
   });
 });

@@ -14,8 +14,9 @@ export const ERROR_CODES = {
   /** An engine rejected the request (4xx): its status and body reach the client unchanged. */
   engine_rejected: { status: 400, type: 'invalid_request_error', retryable: false },
   /**
-   * An engine closed the connection while a large leg body was being sent (its body limit, most
-   * likely; common/upload-refusal.ts): the request's, charged to no instance.
+   * An engine refused a leg body as too large: it answered 413, or closed the connection while a
+   * large leg body was being sent (its body limit, most likely; common/upload-refusal.ts). The
+   * request's, charged to no instance; the message names the engine's limit and Motor's.
    */
   upload_refused: { status: 413, type: 'invalid_request_error', retryable: false },
   /** No instance pair can serve the request (topology, missing capability). */
@@ -44,6 +45,11 @@ export const ERROR_CODES = {
   client_disconnect: { status: 499, type: 'invalid_request_error', retryable: false },
   /** A stream client left its socket full (not reading) for `timeouts.clientStallMs`: cut, charged to nobody. */
   client_stalled: { status: 499, type: 'invalid_request_error', retryable: false },
+  /**
+   * A request came back to a coordinator it already went through (coordinator/hop-header.ts), or an
+   * instance answered that 508 to a leg: an instance URL points at a coordinator.
+   */
+  loop_detected: { status: 508, type: 'invalid_request_error', retryable: false },
   internal: { status: 500, type: 'server_error', retryable: false },
 } as const satisfies Record<string, { status: number; type: string; retryable: boolean }>;
 
@@ -98,8 +104,16 @@ export class MotorError extends Error {
   readonly instanceId: string | undefined;
 }
 
-/** Error for an engine's non-200 reply: 4xx (except 408/429) pass through, the rest may be retried. */
-export function errorForEngineStatus(instanceId: string, leg: string, reply: EngineReply): MotorError {
+/**
+ * Error for an engine's non-200 reply: 4xx (except 408/429) pass through, the rest may be retried.
+ * `bodyChars`: the length of the leg body sent, named when the engine refuses it as too large.
+ */
+export function errorForEngineStatus(
+  instanceId: string,
+  leg: string,
+  reply: EngineReply,
+  bodyChars?: number,
+): MotorError {
   const { status } = reply;
   const detail = engineMessage(reply);
   if (status === 409 && engineErrorCode(reply) === 'dispatch_stopped') {
@@ -115,6 +129,26 @@ export function errorForEngineStatus(instanceId: string, leg: string, reply: Eng
       'engine_error',
       `${leg} engine ${instanceId} answered ${status}: the engine API key is missing or wrong ` +
         "(instance apiKey / apiKeyEnv, or the engine proxy's --engine-api-key)",
+      { instanceId },
+    );
+  }
+  if (status === 508) {
+    // A Motor coordinator refused the leg as a loop (hop-header.ts): no other instance would help.
+    return new MotorError(
+      'loop_detected',
+      `${leg} instance ${instanceId} sent the request back to a Motor coordinator it came through: ${detail}`,
+      { instanceId },
+    );
+  }
+  if (status === 413) {
+    // The body passed Motor's own limit, and the leg adds fields: relayed alone, the engine's
+    // "request body exceeds 4194304 bytes" would contradict the limit the client was told about.
+    const size = bodyChars !== undefined ? `the ${bodyChars}-character ` : 'the ';
+    return new MotorError(
+      'upload_refused',
+      `${leg} engine ${instanceId} refused ${size}leg body as too large (engine: ${JSON.stringify(detail)}); ` +
+        "the request fit Motor's own limit (server.maxBodyBytes) but the leg adds fields, so the engine's " +
+        "limit is the lower one: send a smaller request or raise the engine's body limit",
       { instanceId },
     );
   }

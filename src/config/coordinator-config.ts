@@ -12,6 +12,7 @@ import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
 import { instanceProfile } from './instance-profile.js';
 import { mergeDeep } from './merge-deep.js';
+import { managementSectionSchema } from './management-section.js';
 import { serverSectionSchema, tenantSaltSecret } from './server-section.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 import { timeoutsSection } from './timeouts-section.js';
@@ -192,27 +193,7 @@ export const coordinatorConfigSchema = z.strictObject({
     })
     .prefault({})
     .describe("each coordinator's own view of instance health: active probes plus its dispatch's signals"),
-  management: z
-    .strictObject({
-      port: z
-        .int()
-        .min(0)
-        .max(65535)
-        .nullable()
-        .default(null)
-        .describe('management API port (its own, never the gateway port); null = off, 0 = any free port'),
-      host: z.string().min(1).default('127.0.0.1').describe('management API listen address'),
-      adminToken: z
-        .string()
-        .min(1)
-        .optional()
-        .describe(
-          'required `Authorization: Bearer` token; unset = no auth (prefer env `MOTOR_ADMIN_TOKEN`: the ' +
-            'config file does not expand variables)',
-        ),
-    })
-    .prefault({})
-    .describe('the management API: register, drain, pause instances (docs/control-plane.md)'),
+  management: managementSectionSchema,
   upstream: z
     .strictObject({
       connectionsPerInstance: z.int().min(1).default(256).describe('undici pool size per instance'),

@@ -122,14 +122,19 @@ const LARGE = UPLOAD_REFUSAL_MIN_CHARS + 500_000;
 
 describe('client-side engine errors are not charged to the instance', () => {
   it.each([
-    ['413 then close during the upload', '413-close', 413, /request body exceeds 4194304 bytes/],
+    [
+      '413 then close during the upload: both limits named (finding 10)',
+      '413-close',
+      413,
+      /single engine e0 refused the \d+-character leg body.*request body exceeds 4194304 bytes.*Motor's own limit \(server\.maxBodyBytes\)/,
+    ],
     [
       'a reset during the upload, no answer',
       'reset',
       413,
       /closed the connection while receiving.*server\.maxBodyBytes/,
     ],
-    ['a 413 whose body breaks off', '413-cut', 413, /engine answered 413/],
+    ['a 413 whose body breaks off', '413-cut', 413, /engine answered 413.*server\.maxBodyBytes/],
   ] as const)(
     '%s: the client gets a 413; breaker closed, health unchanged',
     async (_name, answer, status, message) => {

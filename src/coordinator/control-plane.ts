@@ -3,6 +3,7 @@ import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import {
   createRegistry,
   HealthProber,
+  instanceUrlRefusal,
   registerStaticInstances,
   startManagementServer,
   type ManagementServer,
@@ -18,6 +19,8 @@ import type { Upstreams } from './upstream.js';
 export interface ManagementProviders {
   load?: (id: string) => unknown;
   circuit?: (id: string) => unknown;
+  /** The gateway's bound port: instance URLs naming it (or the management port) are refused. */
+  gatewayPort?: () => number | null;
 }
 
 /** The coordinator's registry, health prober and management API, wired together. */
@@ -128,6 +131,12 @@ export async function startControlPlane(
         // what routing uses, discovery included; an instance discovery holds out is not routable
         effective: (id) => effectiveView(instances, id),
         routable: (id) => instances.routable().some((i) => i.id === id),
+        checkUrl: (url) =>
+          instanceUrlRefusal(url, {
+            allowLinkLocal: m.allowInstanceUrls.linkLocal,
+            allowSelf: m.allowInstanceUrls.self,
+            ownPorts: () => ownPorts(providers.gatewayPort?.() ?? null, management?.url ?? null),
+          }),
         port: m.port,
         host: m.host,
         ...(m.adminToken !== undefined ? { adminToken: m.adminToken } : {}),
@@ -144,6 +153,14 @@ export async function startControlPlane(
       await getter.close();
     },
   };
+}
+
+/** The ports this coordinator listens on (both known once listening). */
+function ownPorts(gatewayPort: number | null, managementUrl: string | null): number[] {
+  const ports: number[] = [];
+  if (gatewayPort !== null) ports.push(gatewayPort);
+  if (managementUrl !== null) ports.push(Number(new URL(managementUrl).port));
+  return ports;
 }
 
 /** An instance as this replica routes it: configured values filled in by discovery (never its keys). */

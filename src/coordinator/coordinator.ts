@@ -87,6 +87,7 @@ export async function startCoordinator(
     management = await plane?.startManagement({
       load: (id) => scheduling.scheduler.loadTracker.get(id),
       circuit: (id) => scheduling.scheduler.breakers.state(id),
+      gatewayPort: () => Number(new URL(boundUrl).port),
     });
   } catch (err) {
     await closeServer(server);

@@ -19,6 +19,8 @@ export interface InstanceSource {
   all(): readonly Instance[];
   /** Per instance id, why it is held out of scheduling or disagrees with its config (`/ready`). */
   problems?(): Readonly<Record<string, string>>;
+  /** Why a known instance is not routable now (`paused`, `unhealthy`, …); absent = no reason known. */
+  unroutableReason?(instance: Instance): string;
   /**
    * Claims the instance for one leg: the idempotent release callback, or `undefined` when it no
    * longer takes new work (drained or paused since it was picked). Absent = always granted.

@@ -126,6 +126,17 @@ export class RegistryInstanceSource implements InstanceSource {
     return this.problemsCache;
   }
 
+  unroutableReason(instance: Instance): string {
+    const record = this.registry.get(instance.id);
+    if (!record) return 'removed';
+    if (record.state !== 'active') return record.state;
+    if (this.blocked(instance.id)) return 'held out by discovery';
+    const status = this.health.health(instance.id)?.status;
+    if (status === 'unhealthy') return 'unhealthy';
+    if (status !== 'healthy') return 'not health-checked yet';
+    return 'not routable';
+  }
+
   get(id: string): Instance | undefined {
     return this.byId.get(id);
   }

@@ -19,6 +19,7 @@ import type { ClientRequest } from './client-request.js';
 import { cacheSaltOf } from './gateway/tenant-salt.js';
 import type { Upstreams } from './upstream.js';
 import { flowFor, servesModel, type Route } from './route.js';
+import { fleetStatus, type FleetStatus } from './fleet-status.js';
 
 /** The scheduler's view of a coordinator instance (live: reads the instance object on every access). */
 class InstanceView implements SchedulableInstance {
@@ -189,8 +190,9 @@ export class SchedulingAdapter {
 
   /**
    * Chooses the route of one attempt among the routable instances serving the model, avoiding
-   * `exclude` (instances that just failed) when another route exists. Throws a 404 for an unserved
-   * model and a 503 (`no_route`) naming the missing capability or the unavailable side.
+   * `exclude` (instances that just failed) when another route exists. Throws a 404 for a model no
+   * registered instance serves and a 503 (`no_route`) naming the missing capability, or how many
+   * instances of each role are registered and why they are held out.
    */
   select(
     instances: readonly Instance[],
@@ -200,13 +202,7 @@ export class SchedulingAdapter {
     const serving: InstanceView[] = [];
     for (const instance of instances)
       if (servesModel(instance, request.model)) serving.push(this.view(instance));
-    if (serving.length === 0) {
-      throw new MotorError(
-        'model_not_found',
-        `The model '${request.model}' does not exist or no instance serves it`,
-        { param: 'model' },
-      );
-    }
+    if (serving.length === 0) throw this.nothingServes(request.model);
     let decision =
       exclude.size > 0
         ? this.scheduler.selectPair(
@@ -218,12 +214,11 @@ export class SchedulingAdapter {
     if (!decision || decision.kind === 'failure') decision = this.scheduler.selectPair(request, serving);
     if (decision.kind === 'failure') {
       const prefix = `no route for model '${request.model}'`;
-      throw new MotorError(
-        'no_route',
-        decision.code === 'no_compatible_pair'
-          ? `${prefix}: missing capability: ${decision.message}`
-          : `${prefix}: ${decision.message}`,
-      );
+      if (decision.code === 'no_compatible_pair')
+        throw new MotorError('no_route', `${prefix}: missing capability: ${decision.message}`);
+      // "no decode instance is registered" of a fleet whose decodes are only paused would mislead
+      const status = this.statusOf(request.model);
+      throw new MotorError('no_route', `${prefix}: ${status.heldOut > 0 ? status.text : decision.message}`);
     }
     if (decision.kind === 'pair') {
       const prefill = (decision.prefill as InstanceView).instance;
@@ -273,6 +268,38 @@ export class SchedulingAdapter {
   /** An instance the scheduler picked got no leg (its attempt ended first): frees a half-open probe slot. */
   unused(instance: Instance): void {
     this.scheduler.breakers.record(instance.id, 'cancelled');
+  }
+
+  /**
+   * No routable instance serves `model`: 404 only when the fleet has instances and none of them,
+   * routable or not, serves it. Registered instances that are not routable yet (a restart: health not
+   * probed) or an empty fleet (proxies not re-registered yet) are a retryable 503 saying so.
+   */
+  private nothingServes(model: string): MotorError {
+    const status = this.statusOf(model);
+    if (status.registered === 0 && this.deps.source.all().length > 0)
+      return new MotorError(
+        'model_not_found',
+        `The model '${model}' does not exist or no instance serves it`,
+        {
+          param: 'model',
+        },
+      );
+    return new MotorError('no_route', `no route for model '${model}': ${status.text}; retry shortly`, {
+      retryable: true,
+    });
+  }
+
+  /** The registered fleet serving `model`, in words (fleet-status.ts); only on the failure path. */
+  private statusOf(model: string): FleetStatus {
+    const { source } = this.deps;
+    const routable = new Set(source.routable().map((i) => i.id));
+    return fleetStatus({
+      registered: source.all().filter((i) => servesModel(i, model)),
+      routable,
+      whyNotRoutable: (i) => source.unroutableReason?.(i) ?? 'not routable',
+      circuitOpen: (id) => this.scheduler.breakers.state(id) === 'open',
+    });
   }
 
   private view(instance: Instance): InstanceView {

@@ -8,3 +8,4 @@ export * from './health-prober.js';
 export * from './wait-for-event.js';
 export * from './management-api.js';
 export * from './heartbeat-client.js';
+export * from './instance-url-policy.js';

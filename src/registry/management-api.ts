@@ -43,6 +43,8 @@ export interface ManagementApiOptions {
   effective?: (id: string) => unknown;
   /** Overrides `routable` (e.g. an instance discovery holds out); default: the health provider's. */
   routable?: (id: string) => boolean;
+  /** Why a registered URL is refused (instance-url-policy.ts), or null; absent = every valid URL is accepted. */
+  checkUrl?: (url: string) => string | null;
   /** When set, every request needs `Authorization: Bearer <adminToken>` (401 without, 403 if wrong). */
   adminToken?: string;
   logger?: Logger;
@@ -176,6 +178,7 @@ class ManagementRoutes {
   readonly register: RouteHandler = async (req, res) => {
     const body = parseWith(registerBodySchema, await this.readJsonObject(req, false));
     const { lease_ttl_ms: leaseTtlMs, ...registration } = body;
+    this.checkUrl(registration.url, 'url');
     const existed = this.registry.get(registration.id) !== undefined;
     const registerOptions: RegisterOptions = leaseTtlMs
       ? { source: 'self', lease: { ttlMs: leaseTtlMs, renew: 'heartbeat' } }
@@ -228,6 +231,7 @@ class ManagementRoutes {
     const event = body.event;
     // Validate every entry before applying any.
     const entries = body.instances.map((entry, i) => refreshEntry(event, entry, `instances[${i}]`));
+    entries.forEach((e, i) => e.registration && this.checkUrl(e.registration.url, `instances[${i}].url`));
     const outcome =
       event === 'add' || event === 'set'
         ? await this.applyRegistrations(event, entries)
@@ -317,6 +321,12 @@ class ManagementRoutes {
     const value = this.bodies.parseJson(raw);
     if (!isPlainObject(value)) throw notAnObject();
     return value;
+  }
+
+  /** Refuses (400, naming the field) a URL the instance-URL policy does not allow. */
+  private checkUrl(url: string, param: string): void {
+    const refusal = this.options.checkUrl?.(url);
+    if (refusal) throw new RegistryError('invalid_instance', `${param}: ${refusal}`, param);
   }
 
   private requireInstance(id: string): InstanceRecord {

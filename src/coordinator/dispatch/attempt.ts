@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DispatchStopReason } from '../../protocol/index.js';
 import type { Instance, InstanceSource } from '../instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
+import { HOP_HEADER, LOCAL_HOP_ID } from '../hop-header.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
 import type { Upstreams } from '../upstream.js';
@@ -92,6 +93,7 @@ export class Attempt {
     const { source, transports, scheduling, upstreams } = this.services;
     const transport = transports.for(instance);
     const request = transport.request(instance, input);
+    request.headers[HOP_HEADER] = this.session.hops ?? LOCAL_HOP_ID;
     const claim = source.acquire ? source.acquire(instance) : () => {};
     const leg = new Leg(instance, role, transport, claim, request.body?.length ?? 0);
     this.legs.push(leg);

@@ -1,5 +1,5 @@
 import type { PrefillResult } from '../../protocol/index.js';
-import { errorForEngineStatus, MotorError } from '../../common/motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
 import { relayJson } from './json-relay.js';
@@ -38,7 +38,7 @@ export async function relayDecode(
     } catch (err) {
       return attempt.failure ?? attempt.failBeforeCommit(leg.connectionError(err));
     }
-    const err = errorForEngineStatus(leg.instance.id, leg.role, {
+    const err = leg.engineStatusError({
       status: res.statusCode,
       body,
       contentType: String(res.headers['content-type'] ?? 'application/json'),

@@ -8,6 +8,7 @@ import {
 } from '../../observability/dispatch-observer.js';
 import type { ClientRequest } from '../client-request.js';
 import type { InstanceSource } from '../instance-source.js';
+import { HOP_HEADER, nextHops } from '../hop-header.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
@@ -16,7 +17,7 @@ import { Attempt, type AttemptServices } from './attempt.js';
 import { backoffDelayMs } from './backoff.js';
 import { ClientSink } from './client-sink.js';
 import { runConcurrent, type ConcurrentFlowDeps } from './concurrent-flow.js';
-import { runHandoff } from './handoff-flow.js';
+import { runHandoff, type HandoffCarry } from './handoff-flow.js';
 import { LegTransports } from './leg-transport.js';
 import { RequestCancellation } from './request-cancellation.js';
 import type { Session } from './session.js';
@@ -44,6 +45,8 @@ interface RetryPlan {
   forced: Route | null;
   /** The last failure seen (an earlier attempt's, when a retry then succeeded). */
   lastError: MotorError | null;
+  /** A handoff prefill the next attempt may reuse (its decode was never reached). */
+  handoff: HandoffCarry | null;
 }
 
 /**
@@ -94,16 +97,17 @@ export class Dispatcher {
       }),
       schedulingRequest: scheduling.requestFor(client, meta),
       rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
+      hops: nextHops(res.req.headers[HOP_HEADER]),
     };
     cancellation.startDeadline(config.timeouts.totalMs);
-    const plan: RetryPlan = { exclude: new Set(), forced: null, lastError: null };
+    const plan: RetryPlan = { exclude: new Set(), forced: null, lastError: null, handoff: null };
     try {
       for (let seq = 1; seq <= config.retry.maxAttempts; seq++) {
         if (seq > 1) await cancellation.sleep(backoffDelayMs(seq, config.retry));
         if (cancellation.cancelled) break;
         const attempt = this.nextAttempt(session, plan, seq);
         if (attempt === null) break;
-        const outcome = await this.run(attempt);
+        const outcome = await this.run(attempt, plan);
         if (outcome === null) return;
         plan.lastError = outcome;
         if (!this.retryAfter(attempt, outcome, plan)) break;
@@ -136,11 +140,11 @@ export class Dispatcher {
   }
 
   /** Runs one attempt's flow; null = the response was delivered (or ended after commit), else the failure. */
-  private async run(attempt: Attempt): Promise<MotorError | null> {
+  private async run(attempt: Attempt, plan: RetryPlan): Promise<MotorError | null> {
     try {
       const { route } = attempt;
       if (route.kind === 'single') return await runSingle(attempt, route);
-      if (route.flow === 'handoff') return await runHandoff(attempt, route);
+      if (route.flow === 'handoff') return await runHandoff(attempt, route, plan);
       return await runConcurrent(attempt, route, this.flowDeps);
     } catch (err) {
       const outcome = err instanceof MotorError ? err : new MotorError('internal', (err as Error).message);
@@ -166,6 +170,8 @@ export class Dispatcher {
     );
     session.obs.retry(attempt.ids.attemptSeq, outcome.code);
     if (outcome.instanceId) plan.exclude.add(outcome.instanceId);
+    // the handoff's KV is still unread only when its decode was never reached (handoff-flow.ts)
+    if (!attempt.legs.some((leg) => leg.role === 'decode' && leg.unreached)) plan.handoff = null;
     if (attempt.prefillFailed && route.kind === 'pd') {
       const policy = this.deps.config.dispatch.prefillFailurePolicy;
       if (policy === 'error') return false;

@@ -8,19 +8,44 @@ import { dispatchFor, prefillShapedBody } from './leg-request.js';
 import { awaitPrefill, prefillCompleted } from './prefill-result.js';
 
 /**
+ * A completed handoff prefill whose KV no decode has read: when the decode leg of its attempt never
+ * reached its engine (connection refused), the retry on the same prefill instance runs its decode
+ * with this result instead of prefilling again — otherwise an unreachable decode cost one prefill
+ * and one KV pinned for the whole lease per attempt (issue 15 finding 10). The dispatcher keeps it
+ * only across such a failure (dispatcher.ts `retryAfter`).
+ */
+export interface HandoffCarry {
+  readonly prefillId: string;
+  readonly result: PrefillResult;
+}
+
+/**
  * Handoff (vLLM NIXL, `prefill_handoff_decode`): the prefill leg runs to completion, then its
  * PrefillResult (the KV location) goes with the decode leg, which is relayed to the client. A
  * prefill that left no readable KV makes it a plain decode (`readableHandoff`).
  */
-export async function runHandoff(attempt: Attempt, route: PdRoute): Promise<MotorError | null> {
+export async function runHandoff(
+  attempt: Attempt,
+  route: PdRoute,
+  carry: { handoff: HandoffCarry | null } = { handoff: null },
+): Promise<MotorError | null> {
   const { session, ids } = attempt;
-  const prefillLeg = attempt.open(route.prefill, 'prefill', {
-    body: prefillShapedBody(session.client.body),
-    dispatch: dispatchFor(ids, 'prefill', route),
-  });
-  const prefill = await awaitPrefill(attempt, prefillLeg, 'handoff');
-  prefillLeg.end(prefill instanceof MotorError ? prefill : null);
-  if (prefill instanceof MotorError) return prefill;
+  let prefill: PrefillResult | MotorError;
+  const kept = carry.handoff;
+  if (kept && kept.prefillId === route.prefill.id && !handoffExpired(kept.result, Date.now())) {
+    // its KV is still held for a decode: no second prefill; this attempt adopts the result
+    const { rootRequestId, pairId, attemptSeq } = ids;
+    prefill = { ...kept.result, root_request_id: rootRequestId, pair_id: pairId, attempt_seq: attemptSeq };
+  } else {
+    const prefillLeg = attempt.open(route.prefill, 'prefill', {
+      body: prefillShapedBody(session.client.body),
+      dispatch: dispatchFor(ids, 'prefill', route),
+    });
+    prefill = await awaitPrefill(attempt, prefillLeg, 'handoff');
+    prefillLeg.end(prefill instanceof MotorError ? prefill : null);
+    if (prefill instanceof MotorError) return prefill;
+  }
+  carry.handoff = { prefillId: route.prefill.id, result: prefill };
   prefillCompleted(attempt, prefill);
   const decodeLeg = attempt.open(route.decode, 'decode', {
     body: session.client.body,

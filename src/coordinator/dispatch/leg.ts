@@ -1,7 +1,7 @@
 import type { Dispatcher as UndiciDispatcher } from 'undici';
 import { noopLegObserver, type LegObserver } from '../../observability/dispatch-observer.js';
 import type { Instance } from '../instance-source.js';
-import { errorForEngineStatus, MotorError } from '../../common/motor-error.js';
+import { errorForEngineStatus, MotorError, type EngineReply } from '../../common/motor-error.js';
 import type { LegTracking } from '../scheduling-adapter.js';
 import { UpstreamAbort } from '../upstream.js';
 import type { LegRole } from './leg-request.js';
@@ -9,6 +9,16 @@ import type { LegTransport } from './leg-transport.js';
 import { isUploadRefusal } from '../../common/upload-refusal.js';
 
 export type ResponseData = UndiciDispatcher.ResponseData;
+
+/** Errors of a connection that was never made (Node's and undici's codes): no byte reached the engine. */
+const CONNECT_ERRORS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** One engine request of an attempt. */
 export class Leg {
@@ -20,6 +30,8 @@ export class Leg {
   tracking: LegTracking | null = null;
   /** The engine's response status once its headers arrived (null before). */
   status: number | null = null;
+  /** The connection was never made (refused, unresolvable, connect timeout): the engine got nothing. */
+  unreached = false;
   private released = false;
 
   constructor(
@@ -54,6 +66,11 @@ export class Leg {
     return this.status === null && isUploadRefusal(err, this.bodyChars);
   }
 
+  /** The engine's non-200 answer on this leg as a Motor error (a 413 names this leg's body size). */
+  engineStatusError(reply: EngineReply): MotorError {
+    return errorForEngineStatus(this.instance.id, this.role, reply, this.bodyChars);
+  }
+
   /**
    * The leg's connection failed (refused, reset, closed mid-body). The engine's answer wins when one
    * arrived: a 4xx whose body broke off is still that 4xx; a large upload cut before any answer is
@@ -63,9 +80,10 @@ export class Leg {
     const e = err as { code?: string; message?: string };
     const { instance, status } = this;
     const why = `${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}`;
+    if (status === null && e.code !== undefined && CONNECT_ERRORS.has(e.code)) this.unreached = true;
     if (status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429) {
       const body = Buffer.from(JSON.stringify({ error: { message: `engine answered ${status} (${why})` } }));
-      return errorForEngineStatus(instance.id, this.role, { status, body, contentType: 'application/json' });
+      return this.engineStatusError({ status, body, contentType: 'application/json' });
     }
     if (this.uploadRefused(err)) {
       return new MotorError(

@@ -1,5 +1,5 @@
 import type { PrefillResult } from '../../protocol/index.js';
-import { errorForEngineStatus, MotorError } from '../../common/motor-error.js';
+import { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
 import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
@@ -30,7 +30,7 @@ export async function awaitPrefill(
   if (attempt.failure) return attempt.failure;
   if (res.statusCode !== 200) {
     return fail(
-      errorForEngineStatus(instance.id, 'prefill', {
+      leg.engineStatusError({
         status: res.statusCode,
         body,
         contentType: String(res.headers['content-type'] ?? 'application/json'),

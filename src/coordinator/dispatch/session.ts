@@ -18,4 +18,6 @@ export interface Session {
   readonly schedulingRequest: SchedulingRequest;
   /** What the relays change in the engine's answer; `cachedTokens` comes from the prefill leg. */
   readonly rewrite: ResponseRewrite;
+  /** `x-motor-hops` of every leg (hop-header.ts); absent = this coordinator alone. */
+  readonly hops?: string;
 }

@@ -4,6 +4,7 @@ import type { BodyReader } from '../../common/body-reader.js';
 import { bearerToken } from '../../common/http.js';
 import { RequestCancellation } from '../dispatch/request-cancellation.js';
 import { MotorError } from '../../common/motor-error.js';
+import { HOP_HEADER, hopRefusal } from '../hop-header.js';
 import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
@@ -37,6 +38,8 @@ export function completionsRoute(
   refuse: Refuse,
 ) {
   return async (req: IncomingMessage, res: ServerResponse, path: string, kind: ApiKind): Promise<void> => {
+    const loop = hopRefusal(req.headers[HOP_HEADER]); // a leg of this coordinator came back: 508 at once
+    if (loop) return refuse(res, path, loop);
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = bearerToken(req);
     if (!apiKeys.allows(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
