@@ -1,0 +1,10 @@
+export {
+  BLOCK_HASH_ALGOS,
+  BlockHasher,
+  blockHashes,
+  eventBlockHash,
+  type BlockHashAlgo,
+  type BlockHashExtraKeys,
+  type BlockHasherOptions,
+  type BlockHashOptions,
+} from './block-hasher.js';
