@@ -24,8 +24,8 @@ import { PickleWriter } from './pickle.js';
  * `sha256_cbor_64bit`, integer parents).
  */
 
-export type BlockHashAlgo = 'sha256' | 'sha256_cbor';
-export const BLOCK_HASH_ALGOS: readonly BlockHashAlgo[] = ['sha256', 'sha256_cbor'];
+export const BLOCK_HASH_ALGOS = ['sha256', 'sha256_cbor'] as const;
+export type BlockHashAlgo = (typeof BLOCK_HASH_ALGOS)[number];
 
 /** Per-request extra keys that vLLM mixes into block hashes. */
 export interface BlockHashExtraKeys {
@@ -60,7 +60,7 @@ export class BlockHasher {
   private readonly pickle = new PickleWriter(this.writer);
 
   constructor(options: BlockHasherOptions) {
-    if (!BLOCK_HASH_ALGOS.includes(options.algo))
+    if (!(BLOCK_HASH_ALGOS as readonly string[]).includes(options.algo))
       throw new Error(
         `unsupported block hash algorithm '${String(options.algo)}' (supported: ${BLOCK_HASH_ALGOS.join(', ')})`,
       );
