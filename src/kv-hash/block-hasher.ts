@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as oneShotHash } from 'node:crypto';
 import { ByteWriter } from './byte-writer.js';
 import { cborArrayHead, cborBytes, cborNull, cborText, cborUint } from './cbor.js';
 import { PickleWriter } from './pickle.js';
@@ -93,7 +93,8 @@ export class BlockHasher {
   }
 
   private digest(bytes: Uint8Array): Buffer {
-    return createHash('sha256').update(bytes).digest();
+    // one-shot crypto.hash (Node ≥ 20.12): about twice as fast as createHash for ~100-byte inputs
+    return oneShotHash('sha256', bytes, 'buffer');
   }
 
   private encodeSeed(seed: string): Buffer {
