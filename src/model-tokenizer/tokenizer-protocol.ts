@@ -4,7 +4,10 @@ import type { ChatInput } from './chat-template.js';
 /** Messages between {@link TokenizerClient} and its worker (tokenizer-worker.ts). */
 
 export type TokenizeInput =
-  { readonly kind: 'chat'; readonly chat: ChatInput } | { readonly kind: 'prompt'; readonly prompt: string };
+  | { readonly kind: 'chat'; readonly chat: ChatInput }
+  | { readonly kind: 'prompt'; readonly prompt: string }
+  /** A completions prompt given as token ids: used as they are (only hashed). */
+  | { readonly kind: 'tokens'; readonly tokenIds: readonly number[] };
 
 export interface WorkerSetup {
   readonly dir: string;

@@ -24,7 +24,11 @@ async function main(): Promise<void> {
     try {
       const { input } = request;
       const ids =
-        input.kind === 'chat' ? tokenizer.chatTokenIds(input.chat) : tokenizer.promptTokenIds(input.prompt);
+        input.kind === 'chat'
+          ? tokenizer.chatTokenIds(input.chat)
+          : input.kind === 'prompt'
+            ? tokenizer.promptTokenIds(input.prompt)
+            : input.tokenIds;
       const tokenIds = Uint32Array.from(ids);
       let blockKeys: BigUint64Array | null = null;
       if (hasher) {
