@@ -8,3 +8,4 @@ export {
   type BlockHasherOptions,
   type BlockHashOptions,
 } from './block-hasher.js';
+export { predictedCachedTokens } from './cached-tokens.js';
