@@ -16,6 +16,7 @@ import { managementSectionSchema } from './management-section.js';
 import { serverSectionSchema, tenantSaltSecret } from './server-section.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 import { timeoutsSection } from './timeouts-section.js';
+import { kvHashSection } from './kv-hash-section.js';
 
 /**
  * The coordinator's configuration: this one schema is the source of truth for types, defaults and
@@ -145,6 +146,7 @@ export const coordinatorConfigSchema = z.strictObject({
     .prefault({})
     .describe('new attempts, only before the first byte reached the client'),
   timeouts: timeoutsSection,
+  kvHash: kvHashSection,
   registry: z
     .strictObject({
       store: z

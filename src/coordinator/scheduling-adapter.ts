@@ -20,6 +20,7 @@ import { cacheSaltOf } from './gateway/tenant-salt.js';
 import type { Upstreams } from './upstream.js';
 import { flowFor, servesModel, type Route } from './route.js';
 import { fleetStatus, type FleetStatus } from './fleet-status.js';
+import { LoadReservation } from './load-reservation.js';
 
 /** The scheduler's view of a coordinator instance (live: reads the instance object on every access). */
 class InstanceView implements SchedulableInstance {
@@ -77,6 +78,8 @@ export interface Selection {
   route: Route;
   cachedPromptTokens: number;
   picked: readonly Instance[];
+  /** A pair's decode load, counted from the pick: its leg takes it, the attempt's end releases it. */
+  reservation: LoadReservation | null;
 }
 
 /** Per-leg bookkeeping: load tracking and the circuit-breaker outcome. */
@@ -227,6 +230,7 @@ export class SchedulingAdapter {
         route: { kind: 'pd', plan: decision.plan, flow: flowFor(decision.plan, prefill), prefill, decode },
         cachedPromptTokens: decision.cachedPromptTokens,
         picked: [prefill, decode],
+        reservation: new LoadReservation(this.scheduler.loadTracker, decode.id, request.promptTokens),
       };
     }
     const instance = (decision.instance as InstanceView).instance;
@@ -234,24 +238,29 @@ export class SchedulingAdapter {
       route: { kind: 'single', instance, degraded: decision.reason === 'degraded_prefill' },
       cachedPromptTokens: decision.cachedPromptTokens,
       picked: [instance],
+      reservation: null,
     };
   }
 
   /**
    * Starts tracking one leg. The decode leg of a pair does no prefill work (its KV arrives), so it
-   * counts its prompt as in-flight tokens but not as pending prefill.
+   * counts its prompt as in-flight tokens but not as pending prefill; it adopts the load reserved for
+   * it at the pick (`reservation`) instead of counting it again.
    */
   beginLeg(
     instance: Instance,
     role: 'prefill' | 'decode' | 'single',
     request: SchedulingRequest,
     cachedPromptTokens: number,
+    reservation?: LoadReservation | null,
   ): LegTracking {
     const promptTokens = request.promptTokens;
-    const handle: LoadHandle = this.scheduler.loadTracker.begin(instance.id, {
-      promptTokens,
-      cachedPromptTokens: role === 'decode' ? promptTokens : cachedPromptTokens,
-    });
+    const handle: LoadHandle =
+      (role === 'decode' ? reservation?.take(instance.id) : null) ??
+      this.scheduler.loadTracker.begin(instance.id, {
+        promptTokens,
+        cachedPromptTokens: role === 'decode' ? promptTokens : cachedPromptTokens,
+      });
     let ended = false;
     return {
       firstToken: () => handle.firstToken(),

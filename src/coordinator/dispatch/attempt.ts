@@ -39,6 +39,8 @@ export class Attempt {
   private readonly cachedPromptTokens: number;
   /** The instances the scheduler picked (forced routes: none). */
   private readonly picked: readonly Instance[];
+  /** The decode load reserved at the pick (scheduling-adapter.ts); its leg takes it, finish frees it. */
+  private readonly reservation: Selection['reservation'];
   private watchdog: NodeJS.Timeout | null = null;
   /** The client's socket is full and the relay paused the upstream: engine silence is not counted. */
   private clientPaused = false;
@@ -60,6 +62,7 @@ export class Attempt {
     };
     this.cachedPromptTokens = selection?.cachedPromptTokens ?? 0;
     this.picked = selection?.picked ?? [];
+    this.reservation = selection?.reservation ?? null;
     this.cancellation = session.cancellation.child();
     this.cancellation.onCancel((err, reason) => this.stop(err, reason));
     const { firstTokenMs } = services.timeouts;
@@ -102,6 +105,7 @@ export class Attempt {
       role,
       this.session.schedulingRequest,
       this.cachedPromptTokens,
+      this.reservation,
     );
     leg.obs = this.session.obs.legStart(role, instance.id, request.headers);
     if (claim === undefined) {
@@ -200,6 +204,7 @@ export class Attempt {
     const failure = this.failure;
     for (const leg of this.legs) leg.obs.end(failure?.code ?? null);
     for (const leg of this.legs) leg.release(failure);
+    this.reservation?.release();
     for (const instance of this.picked)
       if (!this.legs.some((leg) => leg.instance === instance)) this.services.scheduling.unused(instance);
   }

@@ -78,6 +78,7 @@ export class DispatchHarness {
   readonly dispatcher: Dispatcher;
   private server: Server | null = null;
   private url = '';
+  private listening: Promise<string> | null = null;
   private served: Promise<void> = Promise.resolve();
   private readonly waiters: Array<() => void> = [];
 
@@ -203,8 +204,13 @@ export class DispatchHarness {
     await new Promise((r) => this.server!.close(r));
   }
 
-  private async listen(): Promise<string> {
-    if (this.server) return this.url;
+  /** Concurrent sends share one listen (the first one's). */
+  private listen(): Promise<string> {
+    this.listening ??= this.startServer();
+    return this.listening;
+  }
+
+  private async startServer(): Promise<string> {
     this.server = createServer((req, res) => {
       let served!: () => void;
       this.served = new Promise((r) => (served = r));

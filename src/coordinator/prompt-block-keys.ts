@@ -1,0 +1,107 @@
+import type { Logger } from '../common/logger.js';
+import type { KvHashGroup } from '../config/kv-hash-section.js';
+import { TokenizerClient, UnsupportedPromptError, type TokenizeInput } from '../model-tokenizer/index.js';
+import type { ClientRequest } from './client-request.js';
+import { cacheSaltOf } from './gateway/tenant-salt.js';
+
+/**
+ * A client request's block keys as each `kvHash` group's engines will publish them in their KV events
+ * (src/kv-hash through the group's tokenizer worker): what a precise-prefix scorer looks up in the
+ * KV-event index. One {@link TokenizerClient} per group. Nothing routes on it yet.
+ *
+ * What can be reproduced: chat requests (messages, tools, `add_generation_prompt`,
+ * `chat_template_kwargs`) and completions prompts given as one string or as token ids, with the
+ * `cache_salt` the engine will see. Anything else (a request's own `chat_template`,
+ * `continue_final_message`, `documents`, batched prompts, non-text content) gives no keys: the caller
+ * routes approximately. LoRA adapters are not modelled (their name is a hash key): list base models only.
+ */
+export class PromptBlockKeys {
+  private constructor(
+    private readonly groups: ReadonlyArray<{ group: KvHashGroup; client: TokenizerClient }>,
+  ) {}
+
+  /** Starts every group's tokenizer; a group whose files do not load is logged once and left out. */
+  static async start(groups: readonly KvHashGroup[], log: Logger): Promise<PromptBlockKeys> {
+    const started = await Promise.all(
+      groups.map(async (group) => {
+        try {
+          const { path, cacheEntries } = group.tokenizer;
+          const client = await TokenizerClient.start({ dir: path, cacheEntries, blockHash: group.blockHash });
+          return { group, client };
+        } catch (err) {
+          log.error(
+            { group: group.name, err: (err as Error).message },
+            'kvHash group disabled: its tokenizer did not load',
+          );
+          return null;
+        }
+      }),
+    );
+    return new PromptBlockKeys(started.filter((g) => g !== null));
+  }
+
+  /** The group an instance belongs to for `model` (its listed instances, else every server of a model). */
+  groupOf(instanceId: string, model: string): string | undefined {
+    for (const { group } of this.groups) {
+      if (!group.models.includes(model)) continue;
+      if (group.instances === undefined || group.instances.includes(instanceId)) return group.name;
+    }
+    return undefined;
+  }
+
+  /** Per group serving the request's model, its block keys; empty when none can be computed. */
+  async of(client: ClientRequest): Promise<ReadonlyMap<string, BigUint64Array>> {
+    const out = new Map<string, BigUint64Array>();
+    const input = tokenizeInput(client);
+    if (input === null) return out;
+    const cacheSalt = cacheSaltOf(client.body);
+    await Promise.all(
+      this.groups.map(async ({ group, client: tokenizer }) => {
+        if (!group.models.includes(client.model)) return;
+        try {
+          const { blockKeys } = await tokenizer.tokenize(input, { cacheSalt });
+          if (blockKeys) out.set(group.name, blockKeys);
+        } catch (err) {
+          if (!(err instanceof UnsupportedPromptError)) throw err;
+        }
+      }),
+    );
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.groups.map(({ client }) => client.close()));
+  }
+}
+
+const UNREPRODUCED_CHAT_FIELDS = ['chat_template', 'continue_final_message', 'documents'] as const;
+
+/** What the tokenizer worker needs of a client request; null when Motor cannot reproduce it. */
+export function tokenizeInput(client: ClientRequest): TokenizeInput | null {
+  const { body } = client;
+  if (client.kind === 'completion') {
+    const prompt = body.prompt;
+    if (typeof prompt === 'string') return { kind: 'prompt', prompt };
+    if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isInteger(t)))
+      return { kind: 'tokens', tokenIds: prompt as number[] };
+    return null;
+  }
+  if (
+    UNREPRODUCED_CHAT_FIELDS.some(
+      (field) => body[field] !== undefined && body[field] !== null && body[field] !== false,
+    )
+  )
+    return null;
+  const kwargs = body.chat_template_kwargs;
+  return {
+    kind: 'chat',
+    chat: {
+      messages: body.messages as unknown[],
+      tools: Array.isArray(body.tools) ? body.tools : undefined,
+      addGenerationPrompt:
+        typeof body.add_generation_prompt === 'boolean' ? body.add_generation_prompt : undefined,
+      chatTemplateKwargs:
+        kwargs && typeof kwargs === 'object' ? (kwargs as Record<string, unknown>) : undefined,
+    },
+  };
+}

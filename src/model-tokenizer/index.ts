@@ -1,0 +1,4 @@
+export { UnsupportedPromptError, type ChatInput } from './chat-template.js';
+export { ModelTokenizer } from './model-tokenizer.js';
+export { TokenizerClient, type TokenizedPrompt, type TokenizerClientOptions } from './tokenizer-client.js';
+export type { TokenizeInput } from './tokenizer-protocol.js';
