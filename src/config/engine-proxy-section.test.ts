@@ -18,6 +18,18 @@ describe('engineProxy peer secret', () => {
       want: 'engineProxy.peerSecretEnv: environment variable S is unset or empty',
     },
     {
+      name: 'two, comma-separated',
+      section: { peerSecretEnv: 'S' },
+      env: { S: `${'n'.repeat(16)},${'o'.repeat(16)}` },
+      want: { secrets: ['n'.repeat(16), 'o'.repeat(16)] },
+    },
+    {
+      name: 'too short',
+      section: { peerSecretEnv: 'S' },
+      env: { S: 'short' },
+      want: 'engineProxy.peerSecretEnv: S: peer secret #1 is shorter than 16 characters',
+    },
+    {
       name: 'both',
       section: { peerSecretEnv: 'S', peerSecretFile: '/run/s' },
       env: { S: 'x'.repeat(16) },

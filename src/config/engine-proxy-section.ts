@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { PeerSecretSource } from '../common/peer-secrets.js';
+import { parsePeerSecrets, type PeerSecretSource } from '../common/peer-secrets.js';
 
 /** The coordinator's `engineProxy` section (its own module: coordinator-config.ts is at its size limit). */
 
@@ -29,7 +29,7 @@ export const engineProxySection = z
   })
   .prefault({})
   .describe(
-    'how the coordinator authenticates to its engine proxies (docs/engine-proxy.md "Peer authentication")',
+    'how the coordinator authenticates to its engine proxies (docs/protocol.md "Peer authentication")',
   );
 
 export type EngineProxySection = z.output<typeof engineProxySection>;
@@ -50,5 +50,9 @@ export function peerSecretSource(
       source: null,
       problem: `engineProxy.peerSecretEnv: environment variable ${name} is unset or empty`,
     };
-  return { source: { secrets: [value] } };
+  try {
+    return { source: { secrets: parsePeerSecrets(value, `engineProxy.peerSecretEnv: ${name}`) } };
+  } catch (err) {
+    return { source: null, problem: (err as Error).message };
+  }
 }

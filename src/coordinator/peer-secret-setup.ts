@@ -4,7 +4,7 @@ import type { CoordinatorConfig } from '../config/coordinator-config.js';
 
 const NO_PEER_SECRET =
   'no engineProxy peer secret: calls to engine proxies are unauthenticated, so anyone who reaches a ' +
-  'proxy can dispatch to its engine and stop attempts (docs/engine-proxy.md "Peer authentication")';
+  'proxy can dispatch to its engine and stop attempts (docs/protocol.md "Peer authentication")';
 
 /**
  * The engine-proxy peer secret of `engineProxy` (null: none). Without one, one warning at start

@@ -78,7 +78,7 @@ export async function startEngineProxy(
 /** Without a peer secret, anyone who reaches the proxy may call it: said once at start. */
 const NO_PEER_SECRET =
   'no peer secret (--peer-secret-file, MOTOR_PEER_SECRET): anyone who reaches this proxy can dispatch ' +
-  'to its engine, stop its attempts and call its metaserver (docs/engine-proxy.md "Peer authentication")';
+  'to its engine, stop its attempts and call its metaserver (docs/protocol.md "Peer authentication")';
 
 function proxyServer(ctx: ProxyContext): Server {
   const listener = httpFrame({
