@@ -21,6 +21,29 @@ describe('motor engine-proxy flags (credentials, bootstrap host)', () => {
   afterEach(() => {
     delete process.env.MOTOR_ENGINE_API_KEY;
     delete process.env.MOTOR_ENGINE_ADMIN_API_KEY;
+    delete process.env.MOTOR_PEER_SECRET;
+  });
+
+  const S = 's'.repeat(16);
+  it.each<{ name: string; file?: string; env?: string; want: unknown }>([
+    { name: 'neither: none', want: { peerSecret: null } },
+    {
+      name: 'MOTOR_PEER_SECRET, comma-separated',
+      env: `${S},o${S}`,
+      want: { peerSecret: { secrets: [S, `o${S}`] } },
+    },
+    { name: '--peer-secret-file wins', file: '/run/s', env: S, want: { peerSecret: { file: '/run/s' } } },
+    { name: 'empty MOTOR_PEER_SECRET: none', env: '', want: { peerSecret: null } },
+    {
+      name: 'a short one: one line',
+      env: 'short',
+      want: 'MOTOR_PEER_SECRET: peer secret #1 is shorter than 16 characters',
+    },
+  ])('peer secret: $name', async ({ file, env, want }) => {
+    if (env !== undefined) process.env.MOTOR_PEER_SECRET = env;
+    const got = await resolveOptions(cli(file !== undefined ? { peerSecretFile: file } : {}));
+    if (typeof want === 'string') expect(got).toBe(want);
+    else expect(got).toMatchObject(want as object);
   });
 
   it('passes --engine-api-key / --engine-admin-api-key through; an empty key is none', async () => {

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { intArg } from './number-arg.js';
+import { parsePeerSecrets, PEER_SECRET_ENV, type PeerSecretSource } from '../common/peer-secrets.js';
 import { serverLimitsProblem } from '../common/server-limits.js';
 import { bootstrapHostProblem } from '../engine-proxy/bootstrap-host.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from '../engine-proxy/options.js';
@@ -20,7 +21,9 @@ interface CliOptions extends Omit<
   | 'bootstrapPort'
   | 'engineApiKey'
   | 'engineAdminApiKey'
+  | 'peerSecret'
 > {
+  peerSecretFile?: string;
   engineApiKey?: string;
   engineAdminApiKey?: string;
   engineConfig?: string;
@@ -102,6 +105,12 @@ export function registerEngineProxy(program: Command): void {
         '--engine-admin-api-key <key>',
         'SGLang --admin-api-key, sent on /abort_request (default: --engine-api-key); never logged',
       ).env('MOTOR_ENGINE_ADMIN_API_KEY'),
+    )
+    .option(
+      '--peer-secret-file <file>',
+      'shared peer secret(s), one per line, the first sent: required on dispatch, stop and pass-through calls, ' +
+        'sent on peer stops, and the key of per-attempt metaserver URLs; re-read when the file changes ' +
+        '(default: env MOTOR_PEER_SECRET, comma-separated; neither = unauthenticated, with a warning)',
     )
     .option(
       '--peer-allow <url>',
@@ -376,7 +385,21 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
     engineApiKey: nonEmpty(cli.engineApiKey ?? process.env.MOTOR_ENGINE_API_KEY),
     engineAdminApiKey: nonEmpty(cli.engineAdminApiKey ?? process.env.MOTOR_ENGINE_ADMIN_API_KEY),
   };
+  const peer = peerSecretOf(cli.peerSecretFile, process.env[PEER_SECRET_ENV]);
+  if (typeof peer === 'string') return peer;
+  resolved.peerSecret = peer;
   return bootstrapHostProblem(resolved) ?? resolved;
+}
+
+/** `--peer-secret-file`, else `MOTOR_PEER_SECRET` (checked now: a bad one is a one-line start-up error). */
+function peerSecretOf(file: string | undefined, env: string | undefined): PeerSecretSource | null | string {
+  if (file !== undefined) return { file };
+  if (env === undefined || env === '') return null;
+  try {
+    return { secrets: parsePeerSecrets(env, PEER_SECRET_ENV) };
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 /** An empty key (e.g. `MOTOR_ENGINE_API_KEY=`) is no key. */

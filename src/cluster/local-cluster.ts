@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { PEER_SECRET_ENV } from '../common/peer-secrets.js';
 import { spawnMotor, type MotorChild } from './motor-child.js';
 
 export type ClusterProfile = 'handoff' | 'trigger' | 'bootstrap';
@@ -56,9 +58,13 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
     await Promise.all([...children].reverse().map((c) => c.stop()));
     await rm(dir, { recursive: true, force: true });
   };
+  // One random peer secret per cluster, in every child's environment (never on a command line): the
+  // coordinator sends it (engineProxy.peerSecretEnv), the proxies require it, so `motor up` is
+  // authenticated by default.
+  const env = { ...process.env, [PEER_SECRET_ENV]: randomBytes(32).toString('base64url') };
   const started = async (what: string, args: string[]): Promise<MotorChild> => {
     // Generous: a loaded machine (or a cold cache) can take many seconds to start a Node process.
-    const child = await spawnMotor(args, { timeoutMs: 60_000 });
+    const child = await spawnMotor(args, { timeoutMs: 60_000, env });
     children.push(child);
     opts.onStarted?.(what, child.url);
     return child;
@@ -127,6 +133,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
             : { id: `${inst.role}-${i}`, url: inst.url, role: inst.role },
         ),
         dispatch: { fallbackToSingle: true },
+        ...(opts.direct ? {} : { engineProxy: { peerSecretEnv: PEER_SECRET_ENV } }),
       }),
     );
     const coordinator = await started('coordinator', ['coordinator', '--config', configFile]);

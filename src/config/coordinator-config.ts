@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import type { PeerSecretSource } from '../common/peer-secrets.js';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import {
@@ -10,6 +11,7 @@ import {
 } from '../protocol/index.js';
 import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
+import { engineProxySection, peerSecretSource } from './engine-proxy-section.js';
 import { instanceProfile } from './instance-profile.js';
 import { mergeDeep } from './merge-deep.js';
 import { managementSectionSchema } from './management-section.js';
@@ -147,6 +149,7 @@ export const coordinatorConfigSchema = z.strictObject({
     .describe('new attempts, only before the first byte reached the client'),
   timeouts: timeoutsSection,
   kvHash: kvHashSection,
+  engineProxy: engineProxySection,
   registry: z
     .strictObject({
       store: z
@@ -272,6 +275,8 @@ export interface CoordinatorConfig extends Omit<
   scheduling: CoordinatorSchedulingConfig;
   /** Direct-mode engine keys by instance id (apart from the instances, so they are never shown). */
   engineCredentials: ReadonlyMap<string, engineKeys.EngineCredentials>;
+  /** Where the engine-proxy peer secret comes from (`engineProxy`); null = none. */
+  peerSecret: PeerSecretSource | null;
 }
 
 export class ConfigError extends Error {
@@ -333,6 +338,8 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
   issues.push(...directReachabilityIssues(server, instances));
   const salt = tenantSaltSecret(server, env);
   if (salt.problem !== undefined) issues.push(salt.problem);
+  const peer = peerSecretSource(parsed.data.engineProxy, env);
+  if (peer.problem !== undefined) issues.push(peer.problem);
   const scheduling = resolveSchedulingSection(parsed.data.scheduling, {
     schedulerPolicy: parsed.data.scheduler.policy,
     ...parsed.data.dispatch,
@@ -344,6 +351,7 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
     instances,
     scheduling: scheduling.config,
     engineCredentials: keys.engineCredentials,
+    peerSecret: peer.source,
   };
 }
 

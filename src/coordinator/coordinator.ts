@@ -12,6 +12,7 @@ import { Upstreams } from './upstream.js';
 import { createGateway } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
+import { coordinatorPeerSecrets } from './peer-secret-setup.js';
 
 export interface RunningCoordinator {
   url: string;
@@ -43,6 +44,7 @@ export async function startCoordinator(
     connectMs: config.timeouts.connectMs,
     credentials: config.engineCredentials,
   });
+  const peerSecrets = await coordinatorPeerSecrets(config, log);
   const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
   const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
   const scheduling =
@@ -63,6 +65,7 @@ export async function startCoordinator(
     log,
     observer: obs.observability,
     publicUrl: () => (config.server.publicUrl ?? boundUrl).replace(/\/+$/, ''),
+    peerSecrets,
   });
   const server = createGateway({
     config,
@@ -78,6 +81,7 @@ export async function startCoordinator(
     boundUrl = await listen(server, config.server.port, config.server.host);
   } catch (err) {
     await plane?.close();
+    peerSecrets?.close();
     throw err;
   }
   logListening(log, { url: boundUrl }); // first: spawnMotor takes the first `listening` URL
@@ -92,6 +96,7 @@ export async function startCoordinator(
   } catch (err) {
     await closeServer(server);
     await plane?.close();
+    peerSecrets?.close();
     throw err;
   }
   return {
@@ -107,6 +112,7 @@ export async function startCoordinator(
       await plane?.close();
       await upstreams.close();
       await obs.close();
+      peerSecrets?.close();
     },
   };
 }

@@ -164,7 +164,8 @@ export class AttemptTracker {
     if (!this.sameAttempt(entry, request.pair_id, request.engine_request_id)) {
       return {
         state: 'stale',
-        message: `attempt is held by pair ${entry.pairId} / engine request ${entry.engineRequestId ?? '(none)'}`,
+        // Never the holder's ids: they are what a caller would need to stop the real attempt.
+        message: 'the attempt here belongs to another pair or engine request',
         aborted: NOTHING,
       };
     }

@@ -93,9 +93,23 @@ describe('POST /v1/dispatch/stop', () => {
         attempt_seq: 1,
         accepted: false,
         state: 'stale',
-        message: 'attempt is held by pair pair-t2 / engine request t2#a1',
+        message: 'the attempt here belongs to another pair or engine request',
       },
     ]);
+    expect((await pending).status).toBe(409);
+  });
+
+  // Issue 15 finding 3: a stop with a guessed pair learnt the real pair id from the stale answer.
+  it('a stale answer names neither the pair nor the engine request holding the attempt', async () => {
+    proxy = await startInProcessProxy(union, hangUntilAborted);
+    const pending = proxy.call('POST', '/v1/chat/completions', single('t5'));
+    await proxy.engine.received(1);
+    const guess = { pair_id: 'guess', engine_request_id: 't5#a9' };
+    const res = await proxy.call('POST', '/v1/dispatch/stop', stopOf('t5', guess));
+    expect(res.json).toMatchObject({ accepted: false, state: 'stale' });
+    expect(res.text).not.toContain('pair-t5');
+    expect(res.text).not.toContain('t5#a1');
+    await proxy.call('POST', '/v1/dispatch/stop', stopOf('t5'));
     expect((await pending).status).toBe(409);
   });
 

@@ -124,6 +124,8 @@ export interface PeerCall {
   method: 'GET' | 'POST';
   path: string;
   body: unknown;
+  /** Extra headers sent (absent when none). */
+  headers?: Record<string, string>;
 }
 
 /** How a fake peer answers (it may throw to play "unreachable"). */
@@ -137,8 +139,20 @@ export class FakePeerClient implements PeerTransport {
     public script: PeerScript = () => ({ status: 200, json: { accepted: true, state: 'not_found' } }),
   ) {}
 
-  async call(origin: string, method: 'GET' | 'POST', path: string, body?: string): Promise<PeerReply> {
-    const call: PeerCall = { origin, method, path, body: body === undefined ? undefined : JSON.parse(body) };
+  async call(
+    origin: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<PeerReply> {
+    const call: PeerCall = {
+      origin,
+      method,
+      path,
+      body: body === undefined ? undefined : JSON.parse(body),
+      ...(headers !== undefined ? { headers: { ...headers } } : {}),
+    };
     this.calls.push(call);
     return this.script(call);
   }

@@ -11,6 +11,7 @@ import { drained } from './engine-reply.js';
 import type { Envelope } from './envelope.js';
 import { forwardableResponseHeaders, type EngineResponse } from './http-clients.js';
 import type { EngineCallProfile, LegAttempt } from './leg-attempt.js';
+import { attemptMetaserverUrl } from './metaserver-url.js';
 import type { ProxyContext } from './proxy-context.js';
 import { ProxyError } from './proxy-error.js';
 
@@ -54,11 +55,14 @@ export async function runGenerationLeg(
     );
     prefillResult = asSkippedHandoff(prefillResult);
   }
+  const prefillUrl = leg === 'trigger_decode' ? dispatch.endpoints.prefill?.url : undefined;
   const built = ctx.adapter.buildEngineRequest(leg, {
     body: env.body,
     dispatch,
     prefillResult,
     bootstrap,
+    // With a peer secret, a per-attempt URL the prefill's proxy can verify (metaserver-url.ts).
+    metaserverUrl: prefillUrl ? attemptMetaserverUrl(ctx, prefillUrl, dispatch.engine_request_id) : null,
   });
   if (!built.ok) return attempt.refuse('rejected', ProxyError.fromAdapter(built), null);
   const ctl = attempt.wireAbort();

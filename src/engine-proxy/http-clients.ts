@@ -1,7 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, Pool } from 'undici';
+import { PEER_SECRET_HEADER } from '../common/peer-secrets.js';
 
+/** Never forwarded either way: hop-by-hop headers, and the peer secret (it is for this proxy alone). */
 const HOP_BY_HOP = new Set([
+  PEER_SECRET_HEADER,
   'connection',
   'keep-alive',
   'proxy-connection',
@@ -82,7 +85,14 @@ export interface PeerReply {
 
 /** How the proxy calls peer proxies (stops, bootstrap discovery); tests inject a fake. */
 export interface PeerTransport {
-  call(origin: string, method: 'GET' | 'POST', path: string, body?: string): Promise<PeerReply>;
+  /** `headers`: extra request headers (the peer secret on a stop). */
+  call(
+    origin: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<PeerReply>;
   close(): Promise<void>;
 }
 
@@ -127,12 +137,18 @@ export class PeerClient implements PeerTransport {
 
   constructor(private readonly timeoutMs: number) {}
 
-  async call(origin: string, method: 'GET' | 'POST', path: string, body?: string): Promise<PeerReply> {
+  async call(
+    origin: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<PeerReply> {
     const res = await this.agent.request({
       origin,
       path,
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: body === undefined ? { ...headers } : { 'content-type': 'application/json', ...headers },
       body: body ?? null,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,

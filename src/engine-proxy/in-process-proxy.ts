@@ -3,6 +3,7 @@ import { createLogger } from '../common/logger.js';
 import { FakeEngineClient, FakePeerClient, type EngineScript, type PeerScript } from './fake-clients.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from './options.js';
 import { http } from '../simulator/testing.js';
+import type { ProxyDeps } from './proxy-context.js';
 import { startEngineProxy } from './server.js';
 
 /** The peers an in-process proxy may call; envelopes in the unit tests name these. */
@@ -55,6 +56,7 @@ export async function startInProcessProxy(
   opts: Partial<EngineProxyOptions>,
   engineScript: EngineScript,
   peerScript?: PeerScript,
+  deps: Pick<ProxyDeps, 'peerSecrets'> = {},
 ): Promise<InProcessProxy> {
   const engine = new FakeEngineClient(engineScript);
   const peers = new FakePeerClient(peerScript);
@@ -72,7 +74,7 @@ export async function startInProcessProxy(
       ...opts,
     },
     createLogger('engine-proxy-test', 'silent'),
-    { engine, peers },
+    { engine, peers, ...deps },
   );
   // What the proxy asked at start-up (SGLang /server_info) is not what the tests look at.
   engine.requests.length = 0;

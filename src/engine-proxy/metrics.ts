@@ -11,6 +11,7 @@ export class ProxyMetrics {
   readonly metaserverIdForms: Counter<'form'>;
   readonly passThrough: Counter<'route'>;
   readonly peerRefused: Counter<'use'>;
+  readonly unauthenticated: Counter<'route'>;
 
   constructor(gauges: {
     active: () => number;
@@ -60,6 +61,12 @@ export class ProxyMetrics {
       name: 'motor_proxy_peer_refused_total',
       help: 'Peer URLs from an envelope refused because they are not in --peer-allow, by use (stop, bootstrap_info, metaserver)',
       labelNames: ['use'],
+      registers,
+    });
+    this.unauthenticated = new Counter({
+      name: 'motor_proxy_unauthenticated_total',
+      help: 'Calls refused 401 for a missing or wrong x-motor-peer-secret, by route (dispatch, stop, pass_through)',
+      labelNames: ['route'],
       registers,
     });
     this.passThrough = new Counter({

@@ -1,3 +1,4 @@
+import type { PeerSecretSource } from '../common/peer-secrets.js';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from '../common/server-limits.js';
 import type { EngineKind } from '../protocol/index.js';
 
@@ -27,6 +28,12 @@ export interface EngineProxyOptions extends ServerLimits {
   engineApiKey?: string | null;
   /** Key for SGLang's admin-optional `/abort_request` (`--engine-admin-api-key`); else `engineApiKey`. */
   engineAdminApiKey?: string | null;
+  /**
+   * The shared peer secret (`--peer-secret-file`, else `MOTOR_PEER_SECRET`): required on dispatch, stop
+   * and pass-through calls, sent on peer stops, and the key of per-attempt metaserver URLs. Absent or
+   * null: none (a warning at start).
+   */
+  peerSecret?: PeerSecretSource | null;
   /** Peer base URLs this proxy may call (`http://host:port` or `http://host:*`). */
   peerAllow: string[];
   stopTtlMs: number;

@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
+import type { PeerSecrets } from '../common/peer-secrets.js';
 import { buildDispatchStopRequest, type MotorDispatch } from '../protocol/index.js';
 import { peerPath, type PeerTransport } from './http-clients.js';
 import type { ProxyMetrics } from './metrics.js';
@@ -16,6 +17,8 @@ export class PeerStopper {
       peers: PeerTransport;
       log: Logger;
       clock?: Clock;
+      /** Sent with the stop, so the peer knows it comes from a peer (null: none configured). */
+      secrets?: PeerSecrets | null;
     },
   ) {
     this.clock = deps.clock ?? systemClock;
@@ -55,6 +58,7 @@ export class PeerStopper {
         'POST',
         peerPath(peer.url, '/v1/dispatch/stop'),
         JSON.stringify(body),
+        this.deps.secrets?.header,
       );
       metrics.peerStops.inc({ outcome: r.status === 200 ? 'sent' : 'failed' });
       log.info(

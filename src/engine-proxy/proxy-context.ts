@@ -1,6 +1,7 @@
 import { BodyReader } from '../common/body-reader.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
+import type { PeerSecrets } from '../common/peer-secrets.js';
 import { TakeOnceStore } from '../common/take-once-store.js';
 import { engineAdapterFor, type BootstrapAddress, type EngineAdapter } from '../engine-adapters/index.js';
 import { bootstrapAddressFromUrl, type MotorDispatch } from '../protocol/index.js';
@@ -29,6 +30,8 @@ export interface ProxyDeps {
   clock?: Clock;
   /** Aborts start-up while it waits for the engine (SGLang bootstrap port). */
   signal?: AbortSignal;
+  /** The loaded peer secret (`startEngineProxy` loads `opts.peerSecret`); absent = none. */
+  peerSecrets?: PeerSecrets | null;
 }
 
 /** Everything the routes and legs share; built once per proxy. */
@@ -54,6 +57,8 @@ export interface ProxyContext {
   readonly selfBootstrap: BootstrapAddress;
   readonly bootstrapDiscovery: PeerBootstrapDiscovery;
   readonly peerStopper: PeerStopper;
+  /** The shared secret peers present and this proxy sends (`--peer-secret-file`, `MOTOR_PEER_SECRET`); null = none. */
+  readonly peerSecrets: PeerSecrets | null;
 }
 
 /**
@@ -103,6 +108,7 @@ export function createProxyContext(
     waiting: () => prepared.waiting,
   });
   const peers = deps.peers ?? new PeerClient(opts.peerTimeoutMs);
+  const peerSecrets = deps.peerSecrets ?? null;
   return {
     opts,
     log,
@@ -125,6 +131,7 @@ export function createProxyContext(
       port: bootstrapPort ?? opts.bootstrapPort,
     }),
     bootstrapDiscovery: new PeerBootstrapDiscovery({ allow, metrics, peers, clock }),
-    peerStopper: new PeerStopper({ allow, metrics, peers, log, clock }),
+    peerStopper: new PeerStopper({ allow, metrics, peers, log, clock, secrets: peerSecrets }),
+    peerSecrets,
   };
 }

@@ -19,6 +19,8 @@ export const PROXY_ERROR_CODES = {
   missing_capability: { status: 400, type: 'invalid_request_error', wire: true },
   /** The request target is not origin-form (`*`, `http://host/…`, `//host/…`). */
   bad_request_target: { status: 400, type: 'invalid_request_error', wire: false },
+  /** A peer-only route called without the right `x-motor-peer-secret`. */
+  unauthenticated: { status: 401, type: 'authentication_error', wire: false },
   not_found: { status: 404, type: 'not_found_error', wire: false },
   body_too_large: { status: 413, type: 'invalid_request_error', wire: false },
   /** The same attempt is already running here. */

@@ -2,10 +2,10 @@ import type { Server } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
 import { httpFrame } from '../common/http-frame.js';
 import { logListening, type Logger } from '../common/logger.js';
+import { loadPeerSecrets } from '../common/peer-secrets.js';
 import { createLimitedServer } from '../common/server-limits.js';
 import type { BootstrapAddress } from '../engine-adapters/index.js';
 import { isSglangPrefill, type EngineProxyOptions } from './options.js';
-import { passThroughRoute } from './pass-through.js';
 import {
   createEngineTransport,
   createProxyContext,
@@ -13,7 +13,7 @@ import {
   type ProxyDeps,
 } from './proxy-context.js';
 import { PROXY_FRAME_ERRORS } from './proxy-error.js';
-import { proxyRoutes } from './routes.js';
+import { proxyNoRoute, proxyRoutes } from './routes.js';
 import { learnSglangBootstrapPort } from './sglang-bootstrap-port.js';
 
 export interface EngineProxyServer {
@@ -33,6 +33,7 @@ export async function startEngineProxy(
   logger: Logger,
   deps: ProxyDeps = {},
 ): Promise<EngineProxyServer> {
+  const peerSecrets = deps.peerSecrets ?? (await loadPeerSecrets(opts.peerSecret, logger, NO_PEER_SECRET));
   const engine = createEngineTransport(opts, deps.engine);
   const sglangPrefill = isSglangPrefill(opts);
   let bootstrapPort: number | null = null;
@@ -45,10 +46,11 @@ export async function startEngineProxy(
       });
     } catch (err) {
       await engine.close();
+      peerSecrets?.close();
       throw err;
     }
   }
-  const ctx = createProxyContext(opts, logger, { ...deps, engine }, bootstrapPort);
+  const ctx = createProxyContext(opts, logger, { ...deps, engine, peerSecrets }, bootstrapPort);
   const server = proxyServer(ctx);
   const stopSweeping = sweepEvery(ctx);
   const url = await listen(server, opts.port, opts.host);
@@ -68,14 +70,20 @@ export async function startEngineProxy(
       await ctx.tracker.abortAll('shutdown');
       await closeServer(server);
       await Promise.allSettled([ctx.engine.close(), ctx.peers.close()]);
+      peerSecrets?.close();
     },
   };
 }
 
+/** Without a peer secret, anyone who reaches the proxy may call it: said once at start. */
+const NO_PEER_SECRET =
+  'no peer secret (--peer-secret-file, MOTOR_PEER_SECRET): anyone who reaches this proxy can dispatch ' +
+  'to its engine, stop its attempts and call its metaserver (docs/protocol.md "Peer authentication")';
+
 function proxyServer(ctx: ProxyContext): Server {
   const listener = httpFrame({
     routes: proxyRoutes(ctx),
-    noRoute: (req, res, method, path) => passThroughRoute(ctx, req, res, method, path),
+    noRoute: proxyNoRoute(ctx),
     errors: PROXY_FRAME_ERRORS,
     logger: ctx.log,
     failureLog: 'engine proxy route failed',

@@ -101,12 +101,15 @@ export const METASERVER_OK = '{"status":"ok"}';
  * The connector ignores this answer's status (`_access_metaserver`, vllm-ascend
  * `mooncake_layerwise_connector.py`, every tag): whenever the prefill cannot run, this side stops the
  * decode peer itself (when it can tell which attempt it is), else the decode waits for KV until
- * the coordinator's first-token timeout.
+ * the coordinator's first-token timeout. `attemptId`: the engine request id a verified per-attempt
+ * metaserver URL names (metaserver-url.ts), whose prefill alone this call may run; null on the
+ * untokened `/v1/metaserver` (no peer secret configured).
  */
 export async function metaserverRoute(
   ctx: ProxyContext,
   req: IncomingMessage,
   res: ServerResponse,
+  attemptId: string | null,
 ): Promise<void> {
   const body = await ctx.bodies.json(req);
   const requestId = metaserverRequestId(body);
@@ -118,7 +121,13 @@ export async function metaserverRoute(
     return sendError(res, err);
   }
   // vLLM's external id (`chatcmpl-<id>`, `cmpl-<id>-<i>`, maybe `-<8 hex>`): try each exact form.
-  const candidates = engineRequestIdCandidates(requestId);
+  const forms = engineRequestIdCandidates(requestId);
+  if (attemptId !== null && !forms.includes(attemptId)) {
+    ctx.metrics.metaserverCalls.inc({ outcome: 'invalid' });
+    const message = 'request_id: not the attempt this metaserver URL was given for';
+    return sendError(res, new ProxyError('invalid_request', message, { param: 'request_id' }));
+  }
+  const candidates = attemptId !== null ? [attemptId] : forms;
   const fields = parseMetaserverKvFields(body);
   if (!fields.ok) {
     ctx.metrics.metaserverCalls.inc({ outcome: 'invalid' });

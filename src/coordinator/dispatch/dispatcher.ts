@@ -24,6 +24,7 @@ import type { Session } from './session.js';
 import { runSingle } from './single-flow.js';
 import { stopLegs } from './stop-legs.js';
 import type { PendingTriggers } from './pending-trigger.js';
+import type { PeerSecrets } from '../../common/peer-secrets.js';
 
 export interface DispatcherDeps {
   config: CoordinatorConfig;
@@ -37,6 +38,8 @@ export interface DispatcherDeps {
   observer?: DispatchObserver;
   /** Base URL engines use to reach this coordinator (direct trigger metaserver). */
   publicUrl: () => string;
+  /** The engine-proxy peer secret sent on legs and stops (`engineProxy`); absent = none. */
+  peerSecrets?: PeerSecrets | null;
 }
 
 /** Where the next attempt goes: instances to avoid, or a route the prefill-failure policy forces. */
@@ -58,8 +61,9 @@ export class Dispatcher {
   private readonly flowDeps: ConcurrentFlowDeps;
 
   constructor(readonly deps: DispatcherDeps) {
-    const { config, source, scheduling, upstreams, log, publicUrl } = deps;
-    const transports = new LegTransports({ upstreams, stopMs: config.timeouts.stopMs, log, publicUrl });
+    const { config, source, scheduling, upstreams, log, publicUrl, peerSecrets } = deps;
+    const stopMs = config.timeouts.stopMs;
+    const transports = new LegTransports({ upstreams, stopMs, log, publicUrl, peerSecrets });
     this.services = {
       source,
       scheduling,

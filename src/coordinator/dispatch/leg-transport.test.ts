@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../common/logger.js';
+import { PEER_SECRET_HEADER, PeerSecrets } from '../../common/peer-secrets.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { noopRequestObserver } from '../../observability/dispatch-observer.js';
 import { buildPrefillResult, type PrefillResult } from '../../protocol/index.js';
@@ -191,5 +192,57 @@ describe('LegTransport.stop', () => {
     await new Promise((r) => setImmediate(r));
     expect(posted.map(({ instance, path }) => ({ instance, path }))).toEqual(calls);
     expect(seen).toEqual(instance.mode === 'proxy' ? ['stopped'] : results);
+  });
+});
+
+const SECRET = 'coordinator-peer-secret';
+const SECRETS = await PeerSecrets.load({ secrets: [SECRET] });
+
+// Issue 15 finding 3: the coordinator presents the engine-proxy peer secret on every leg and stop.
+describe('peer secret', () => {
+  const stops: Array<{ instance: string; headers: Record<string, string> | undefined }> = [];
+  const withSecret = new LegTransports({
+    upstreams: {
+      postJson: async (instance, _path, _body, _ms, opts) => {
+        stops.push({ instance: (instance as Instance).id, headers: opts?.headers });
+        return { status: 200, text: '{"state":"stopped"}' };
+      },
+    },
+    stopMs: 100,
+    log: createLogger('test', 'silent'),
+    publicUrl: () => 'http://coordinator:8000',
+    peerSecrets: SECRETS,
+  });
+  const route: PdRoute = {
+    kind: 'pd',
+    plan: 'prefill_handoff_decode',
+    flow: 'handoff',
+    prefill: vllmP!,
+    decode: vllmD!,
+  };
+
+  it.each<[string, Instance, string | undefined]>([
+    ['proxy legs carry it', proxyD!, SECRET],
+    ['direct legs never do (a stock engine is no peer)', vllmD!, undefined],
+  ])('%s', (_name, decode, want) => {
+    const req = withSecret.for(decode).request(decode, {
+      body: { model: 'm' },
+      dispatch: dispatchFor(ids, 'decode', route),
+      prefillResult: result(),
+    });
+    expect(req.headers[PEER_SECRET_HEADER]).toBe(want);
+  });
+
+  it('a stop to a proxy carries it', async () => {
+    const order: StopOrder = {
+      ids,
+      reason: 'timeout',
+      body: '{}',
+      obs: noopRequestObserver,
+      opened: () => true,
+    };
+    withSecret.for(proxyD!).stop(proxyD!, order);
+    await new Promise((r) => setImmediate(r));
+    expect(stops).toEqual([{ instance: 'pD', headers: { [PEER_SECRET_HEADER]: SECRET } }]);
   });
 });

@@ -1,4 +1,5 @@
 import type { Logger } from '../../common/logger.js';
+import type { PeerSecrets } from '../../common/peer-secrets.js';
 import type { RequestObserver } from '../../observability/dispatch-observer.js';
 import type { DispatchStopReason, PrefillResult } from '../../protocol/index.js';
 import type { Instance } from '../instance-source.js';
@@ -48,6 +49,8 @@ export interface TransportDeps {
   log: Logger;
   /** Base URL engines use to reach this coordinator (direct trigger metaserver). */
   publicUrl: () => string;
+  /** Engine proxies: the shared secret sent on every leg and stop (absent = none). */
+  peerSecrets?: PeerSecrets | null | undefined;
 }
 
 /** The transport of each instance mode; the one place `instance.mode` is read. */

@@ -26,7 +26,8 @@ export class ProxyTransport implements LegTransport {
   request(_instance: Instance, input: LegInput): LegRequest {
     const body: Record<string, unknown> = { ...input.body, [MOTOR_DISPATCH_KEY]: input.dispatch };
     if (input.prefillResult) body[MOTOR_PREFILL_RESULT_KEY] = input.prefillResult;
-    return { body: JSON.stringify(body), headers: { 'x-request-id': input.dispatch.engine_request_id } };
+    const headers = { 'x-request-id': input.dispatch.engine_request_id, ...this.deps.peerSecrets?.header };
+    return { body: JSON.stringify(body), headers };
   }
 
   /** The proxy answers a bare PrefillResult, or a response object carrying one under its key. */
@@ -62,8 +63,9 @@ export class ProxyTransport implements LegTransport {
   }
 
   stop(instance: Instance, order: StopOrder): void {
-    const { upstreams, stopMs, log } = this.deps;
-    void upstreams.postJson(instance, '/v1/dispatch/stop', order.body, stopMs).then((r) => {
+    const { upstreams, stopMs, log, peerSecrets } = this.deps;
+    const headers = peerSecrets?.header ?? {};
+    void upstreams.postJson(instance, '/v1/dispatch/stop', order.body, stopMs, { headers }).then((r) => {
       order.obs.stopResult(order.reason, stopResultOf(r));
       if ('error' in r || r.status !== 200) {
         log.warn(
