@@ -13,9 +13,9 @@ import { awaitPrefill, prefillCompleted } from './prefill-result.js';
  * prefill that left no readable KV makes it a plain decode (`readableHandoff`).
  */
 export async function runHandoff(attempt: Attempt, route: PdRoute): Promise<MotorError | null> {
-  const { session, ids } = attempt;
+  const { ids } = attempt;
   const prefillLeg = attempt.open(route.prefill, 'prefill', {
-    body: prefillShapedBody(session.client.body),
+    body: prefillShapedBody(attempt.body),
     dispatch: dispatchFor(ids, 'prefill', route),
   });
   const prefill = await awaitPrefill(attempt, prefillLeg, 'handoff');
@@ -23,7 +23,7 @@ export async function runHandoff(attempt: Attempt, route: PdRoute): Promise<Moto
   if (prefill instanceof MotorError) return prefill;
   prefillCompleted(attempt, prefill);
   const decodeLeg = attempt.open(route.decode, 'decode', {
-    body: session.client.body,
+    body: attempt.body,
     dispatch: dispatchFor(ids, 'decode', route),
     prefillResult: readableHandoff(attempt, route, prefill),
   });
