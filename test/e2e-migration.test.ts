@@ -149,4 +149,39 @@ describe('in-flight migration through motor coordinator + motor sim', () => {
     expect(Number(resumed?.[1])).toBe(4); // two streams × two migrations
     expect(metrics).toMatch(/motor_migration_resume_seconds_count 4/);
   }, 60_000);
+
+  it('failure → next token: motor_migration_resume_seconds over 20 streams (docs/RELIABILITY.md)', async () => {
+    await setFaults(D, { die_after_tokens: 5 });
+    const count = async () => histogram((await http(oneDecode.url, 'GET', '/metrics')).text);
+    const before = await count();
+    for (let i = 0; i < 20; i++) {
+      const a = streamAnswer((await post(oneDecode, { ...STREAM, seed: 100 + i })).text);
+      expect(a.errors).toEqual([]);
+      expect(a.usage?.completion_tokens).toBe(12);
+    }
+    const after = await count();
+    const n = after.count - before.count;
+    expect(n).toBe(40); // two migrations per stream
+    const within = (bound: number) => (after.le.get(bound) ?? 0) - (before.le.get(bound) ?? 0);
+    const bounds = [...after.le.keys()].sort((a, b) => a - b);
+    const pct = (p: number) => bounds.find((b) => within(b) >= Math.ceil((p / 100) * n));
+    const report = {
+      n,
+      mean_ms: ((after.sum - before.sum) / n) * 1000,
+      p50_le_s: pct(50),
+      p99_le_s: pct(99),
+    };
+    console.log('motor_migration_resume_seconds (sim --time-scale 0.2):', JSON.stringify(report));
+    expect(report.p99_le_s).toBeLessThanOrEqual(5);
+  }, 120_000);
 });
+
+/** The `motor_migration_resume_seconds` histogram of a /metrics text: cumulative buckets, sum, count. */
+function histogram(text: string): { le: Map<number, number>; sum: number; count: number } {
+  const le = new Map<number, number>();
+  for (const m of text.matchAll(/^motor_migration_resume_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm))
+    if (m[1] !== '+Inf') le.set(Number(m[1]), Number(m[2]));
+  const num = (name: string) =>
+    Number(new RegExp(`^motor_migration_resume_seconds_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { le, sum: num('sum'), count: num('count') };
+}
