@@ -206,6 +206,15 @@ describe('in-flight migration of a committed stream', () => {
     expect(h.observed('migration')).toEqual([['connection_error', 'refused']]);
   });
 
+  it('a client that has gone is never migrated', async () => {
+    const h = harness('idle', { everyLegDiesAfter: 3 });
+    expect(await h.send(BODY, 'A')).toBeNull(); // the client leaves once the first leg is sent
+    expect(h.calls).toHaveLength(1);
+    expect(h.calls[0]!.aborted).toBe(true);
+    expect(h.observed('migration')).toEqual([]);
+    expect(h.observed('attemptFailed')[0]?.[0]).toBe('client_disconnect');
+  });
+
   it('migration.maxPerRequest 0 → the stream ends with the failure as before', async () => {
     const h = harness('reset', { config: { migration: { maxPerRequest: 0 } } });
     const r = parse((await h.send(BODY))!.text);
