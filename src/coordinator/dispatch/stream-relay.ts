@@ -8,8 +8,8 @@ import { SseRelay } from './sse-relay.js';
  * A stream answer, chunk by chunk: the first forwarded bytes commit the response; after that a failure
  * the dispatcher may migrate (migration.ts) is returned to it, any other ends the stream with one
  * error frame (unless the engine sent its own) and `data: [DONE]`, never a silently truncated 200.
- * A migrated attempt's output goes through the session's `StreamSeam`. An engine error frame or a recompute (recompute.ts) before the first token fails the
- * attempt uncommitted, so it can be retried. Per chunk: one `SseRelay.push` (usually the same Buffer
+ * A migrated attempt's output goes through the session's `StreamSeam`. An engine error frame or a
+ * recompute (recompute.ts) before the first token fails the attempt uncommitted, so it can be retried. Per chunk: one `SseRelay.push` (usually the same Buffer
  * back), one socket write.
  */
 export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Promise<MotorError | null> {
