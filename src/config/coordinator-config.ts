@@ -19,6 +19,7 @@ import { serverSectionSchema, tenantSaltSecret } from './server-section.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
 import { timeoutsSection } from './timeouts-section.js';
 import { kvHashSection } from './kv-hash-section.js';
+import { migrationSection } from './migration-section.js';
 
 /**
  * The coordinator's configuration: this one schema is the source of truth for types, defaults and
@@ -147,6 +148,7 @@ export const coordinatorConfigSchema = z.strictObject({
     })
     .prefault({})
     .describe('new attempts, only before the first byte reached the client'),
+  migration: migrationSection,
   timeouts: timeoutsSection,
   kvHash: kvHashSection,
   engineProxy: engineProxySection,

@@ -64,6 +64,8 @@ export class CoordinatorMetrics {
   readonly stops: Counter<'reason' | 'result'>;
   readonly decisions: Counter<'kind' | 'plan'>;
   readonly prefillKvSkipped: Counter<'instance' | 'reason'>;
+  readonly migrations: Counter<'reason' | 'outcome'>;
+  readonly migrationResume: Histogram;
   readonly inFlight: Gauge;
 
   constructor(sources: MetricsSources, opts: { defaultMetrics?: boolean } = {}) {
@@ -145,6 +147,20 @@ export class CoordinatorMetrics {
         '(reason no_kv_params: an EOS/stop-ended prefill, or a connector not set up for P/D) or the handoff ' +
         'expired before the decode started (reason expired); the decode recomputed the prompt',
       labelNames: ['instance', 'reason'],
+      registers,
+    });
+    this.migrations = new Counter({
+      name: 'motor_migrations_total',
+      help:
+        'In-flight migrations of committed streams (docs/migration.md) by the failure code that caused them ' +
+        'and outcome: started, resumed (the continuation reached the client), refused, exhausted',
+      labelNames: ['reason', 'outcome'],
+      registers,
+    });
+    this.migrationResume = new Histogram({
+      name: 'motor_migration_resume_seconds',
+      help: 'Failure of a committed leg to the continuation’s first token at the client',
+      buckets: LATENCY_BUCKETS,
       registers,
     });
     this.inFlight = new Gauge({

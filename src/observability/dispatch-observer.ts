@@ -62,6 +62,14 @@ export interface RequestObserver {
   /** Stops sent for a failed attempt (one per instance); `result` is the engine's stop state or an error class. */
   stopResult(reason: string, result: string): void;
   /**
+   * In-flight migration (issue 16) after a committed leg failed with `reason` (an error code):
+   * `started`, `resumed` (the continuation's first token reached the client), `refused` (cannot be
+   * continued exactly), `exhausted` (migration.maxPerRequest reached).
+   */
+  migration?(reason: string, outcome: string): void;
+  /** Seconds from the failure to the continuation's first token at the client. */
+  migrationResumed?(seconds: number): void;
+  /**
    * The request is over: the HTTP status sent to the client and the last error the dispatcher saw
    * (which may belong to an earlier attempt when a retry then succeeded).
    */

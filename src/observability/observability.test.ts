@@ -158,6 +158,32 @@ describe('Observability (in process)', () => {
     ]);
   });
 
+  it('a migrated stream: migrations by reason and outcome, the resume time, outcome ok', async () => {
+    const o = make();
+    const req = o.requestStart({
+      rootRequestId: 'r',
+      path: '/v1/chat/completions',
+      model: 'm',
+      stream: true,
+      headers: {},
+    });
+    req.attempt(1, { kind: 'single', flow: 'single', prefillId: null, decodeId: 'D' });
+    req.committed();
+    req.attemptFailed('connection_error', 'peer_failed');
+    req.migration!('connection_error', 'started');
+    req.attempt(2, { kind: 'single', flow: 'single', prefillId: null, decodeId: 'D' });
+    req.migration!('connection_error', 'resumed');
+    req.migrationResumed!(0.02);
+    req.migration!('made_up_code', 'refused');
+    req.end(200, 'connection_error');
+    const text = await metricsOf(o);
+    expect(text).toContain('motor_migrations_total{reason="connection_error",outcome="started"} 1');
+    expect(text).toContain('motor_migrations_total{reason="connection_error",outcome="resumed"} 1');
+    expect(text).toContain('motor_migrations_total{reason="other",outcome="refused"} 1'); // bounded
+    expect(text).toContain('motor_migration_resume_seconds_bucket{le="0.025"} 1');
+    expect(text).toContain('motor_requests_total{route="/v1/chat/completions",plan="single",outcome="ok"} 1');
+  });
+
   it('failures after commit, failures without an attempt, unknown codes and routes stay bounded', async () => {
     const o = make();
     const a = o.requestStart({

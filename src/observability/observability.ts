@@ -147,6 +147,7 @@ class RequestRecord implements RequestObserver {
   span: Span | null = null;
   ctx: Context | null = null;
   traceId: string | undefined;
+  private migrationSpan: Span | null = null;
   private ended = false;
 
   constructor(
@@ -235,9 +236,37 @@ class RequestRecord implements RequestObserver {
     this.obs.metrics.stops.inc({ reason, result });
   }
 
+  /** A span per migration: opened when it starts, ended when the continuation resumes or fails. */
+  migration(reason: string, outcome: string): void {
+    this.obs.metrics.migrations.inc({ reason: boundedCode(reason), outcome });
+    this.span?.addEvent('migration', { 'motor.code': reason, 'motor.outcome': outcome });
+    const tracing = this.obs.tracing;
+    if (outcome === 'started') {
+      if (this.migrationSpan) endSpan(this.migrationSpan, 'migration_failed');
+      this.migrationSpan =
+        tracing && this.ctx
+          ? tracing.startLeg(
+              this.ctx,
+              'motor.migration',
+              { 'motor.code': reason, 'motor.attempt_seq': this.attempts + 1 },
+              {},
+            )
+          : null;
+    } else if (this.migrationSpan) {
+      endSpan(this.migrationSpan, outcome === 'resumed' ? null : outcome);
+      this.migrationSpan = null;
+    }
+  }
+
+  migrationResumed(seconds: number): void {
+    this.obs.metrics.migrationResume.observe(seconds);
+  }
+
   end(status: number, lastErrorCode: string | null): void {
     if (this.ended) return;
     this.ended = true;
+    if (this.migrationSpan) endSpan(this.migrationSpan, 'migration_failed');
+    this.migrationSpan = null;
     const now = performance.now();
     let outcome = 'ok';
     if (this.attemptFailure !== null) outcome = boundedCode(this.attemptFailure);

@@ -6,7 +6,7 @@ import type { Logger } from '../common/logger.js';
 import { resolveProfile, type EngineProfile } from './engine-profiles.js';
 import { Faults } from './faults.js';
 import { classifyFlow } from './flow.js';
-import { BlockAllocator, promptHash, type KvPayload } from './kv-handoff.js';
+import { BlockAllocator, type KvPayload } from './kv-handoff.js';
 import { KvTransfer } from './kv-transfer.js';
 import { Ledger, type LedgerEntry } from './ledger.js';
 import { SimMetrics } from './metrics.js';
@@ -20,7 +20,7 @@ import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
 import { SSE_DONE, sseError } from './sse.js';
 import { AbortedError, delay, prefillMs, Scheduler, sleep, untilAborted } from './timing.js';
-import { hashString, planOutput, OUTPUT_VOCAB, type PlannedOutput } from './tokens.js';
+import { planOutput, promptContext, OUTPUT_VOCAB, type PlannedOutput } from './tokens.js';
 
 /** The simulated engine: scheduling, prefix cache, P/D flows and the OpenAI responses. */
 export class SimCore {
@@ -250,16 +250,13 @@ export class SimCore {
       }
 
       const maxTokens = flow === 'bootstrap_prefill' ? 1 : g.maxTokens;
-      const plan = planOutput(
-        g.seed ?? (g.promptText !== null ? hashString(g.promptText) : promptHash(g.promptIds)),
-        {
-          maxTokens,
-          stop: g.stop,
-          minTokens: g.minTokens,
-          naturalStop: g.naturalStop && flow !== 'bootstrap_prefill',
-          eosAt: this.opts.eosAt,
-        },
-      );
+      const plan = planOutput(g.seed ?? 0, promptContext(g.promptText, g.promptIds), {
+        maxTokens,
+        stop: g.stop,
+        minTokens: g.minTokens,
+        naturalStop: g.naturalStop && flow !== 'bootstrap_prefill',
+        eosAt: this.opts.eosAt,
+      });
       const { words, end } = this.ending(plan, run.recomputeAfter);
 
       if (flow === 'trigger_prefill' || flow === 'bootstrap_prefill') {

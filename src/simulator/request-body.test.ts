@@ -64,3 +64,23 @@ describe('parseGenRequest', () => {
     });
   });
 });
+
+describe('chat continuation switches (issue 16)', () => {
+  const msgs = [
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: ' the' },
+  ];
+  it('continue_final_message leaves the last message open, without a generation prompt', () => {
+    const g = parseGenRequest(
+      'chat',
+      { model: 'm', messages: msgs, continue_final_message: true, add_generation_prompt: false },
+      d,
+    );
+    expect(g.promptText).toBe('<|user|>hi\n<|assistant|>\n the');
+  });
+  it('continue_final_message with the default add_generation_prompt (true) is a 400, as in vLLM', () => {
+    expect(() =>
+      parseGenRequest('chat', { model: 'm', messages: msgs, continue_final_message: true }, d),
+    ).toThrow(/continue_final_message/);
+  });
+});

@@ -122,7 +122,17 @@ export function parseGenRequest(
       }
       return { role: m.role, content: messageContent(m.content, i) };
     });
-    promptText = renderChat(rendered);
+    const continueFinal = optBool(body, 'continue_final_message');
+    const addGenerationPrompt = body.add_generation_prompt !== false;
+    if (continueFinal && addGenerationPrompt) {
+      // vLLM ChatCompletionRequest.check_generation_prompt (vllm/entrypoints/openai/protocol.py, a
+      // pydantic before-validator; add_generation_prompt defaults to true for chat)
+      throw new RequestError(
+        400,
+        'Cannot set both `continue_final_message` and `add_generation_prompt` to True.',
+      );
+    }
+    promptText = renderChat(rendered, { continueFinal, addGenerationPrompt });
     promptIds = tokenize(promptText);
   } else {
     let p = body.prompt;

@@ -1,4 +1,4 @@
-import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
+import { decode, encode } from 'gpt-tokenizer/encoding/cl100k_base';
 
 /**
  * Deterministic tokens for the simulator.
@@ -10,7 +10,9 @@ import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
  * prompt `<|assistant|>\n` is appended. Content arrays concatenate their `text` parts.
  *
  * Output tokens are words from a fixed list, each of which is exactly one cl100k token (with its
- * leading space), chosen by a seeded PRNG; the same seed always yields the same text.
+ * leading space). Each word is a function of the request seed and the whole context before it (the
+ * prompt text plus the words so far): a request whose prompt is another's prompt plus part of its
+ * output continues with exactly the rest of that output (in-flight migration, issue 16).
  */
 
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
@@ -51,10 +53,21 @@ export interface ChatMessageLike {
   content: string;
 }
 
-export function renderChat(messages: readonly ChatMessageLike[]): string {
+/**
+ * The simulator's chat template. `continueFinal` (vLLM/SGLang `continue_final_message`) leaves the
+ * last message open: it renders as its generation prompt `<|role|>\n` followed by its content, so
+ * continuing a partial assistant answer gives the same text an uninterrupted generation saw
+ * (as ChatML-style templates do). `addGenerationPrompt: false` omits the trailing `<|assistant|>\n`.
+ */
+export function renderChat(
+  messages: readonly ChatMessageLike[],
+  opts: { continueFinal?: boolean; addGenerationPrompt?: boolean } = {},
+): string {
   let out = '';
-  for (const m of messages) out += `<|${m.role}|>${m.content}\n`;
-  return out + '<|assistant|>\n';
+  const open = opts.continueFinal === true ? messages.length - 1 : messages.length;
+  for (let i = 0; i < open; i++) out += `<|${messages[i]!.role}|>${messages[i]!.content}\n`;
+  if (open < messages.length) return out + `<|${messages[open]!.role}|>\n${messages[open]!.content}`;
+  return opts.addGenerationPrompt === false ? out : out + '<|assistant|>\n';
 }
 
 const WORDS = (
@@ -100,9 +113,13 @@ export const OUTPUT_VOCAB: OutputVocab = buildVocab();
 /** Index of EOS in OUTPUT_VOCAB; the PRNG draws words below it. */
 export const EOS_WORD = OUTPUT_VOCAB.text.length - 1;
 
-/** 32-bit FNV-1a of a string: the default seed when the request carries none. */
+/** 32-bit FNV-1a of a string. */
 export function hashString(s: string): number {
-  let h = 0x811c9dc5;
+  return hashMore(0x811c9dc5, s);
+}
+
+/** FNV-1a continued from state `h` over `s`: hashMore(hashString(a), b) === hashString(a + b). */
+export function hashMore(h: number, s: string): number {
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
@@ -119,6 +136,36 @@ export function prng(seed: number): () => number {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/**
+ * The FNV-1a state of a prompt, the start of its output's context: its text, or for a token-id
+ * prompt the text those ids decode to — so a continuation sent as ids (prompt ids + output ids)
+ * and one sent as text (prompt + output text) both continue the same context.
+ */
+export function promptContext(promptText: string | null, promptIds: readonly number[]): number {
+  if (promptText !== null) return hashString(promptText);
+  try {
+    return hashString(decode(promptIds));
+  } catch {
+    // ids outside the vocabulary: no text; hash the ids themselves
+    let h = 0x811c9dc5;
+    for (const id of promptIds) h = Math.imul(h ^ id, 0x01000193);
+    return h >>> 0;
+  }
+}
+
+/** One mulberry32 step from `state`: a float in [0, 1) (no closure: one call per output word). */
+function draw(state: number): number {
+  const a = (state + 0x6d2b79f5) | 0;
+  let t = Math.imul(a ^ (a >>> 15), 1 | a);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+
+/** The word after a context whose FNV-1a state is `context`, for request seed `seed`. */
+export function nextWord(seed: number, context: number): number {
+  return Math.floor(draw((Math.imul(seed | 0, 0x9e3779b1) ^ context) >>> 0) * EOS_WORD);
 }
 
 export interface PlannedOutput {
@@ -140,7 +187,8 @@ export interface OutputLimits {
 }
 
 /**
- * Plans the whole output up front: up to `maxTokens` words from the seeded PRNG. A stop string equal
+ * Plans the whole output up front: up to `maxTokens` words, each `nextWord(seed, hash of the
+ * context before it)`, the context starting at `context` (`hashString(prompt text)`). A stop string equal
  * to a generated word (without its leading space) ends the output before it ("stop", stop_reason =
  * the string); `eosAt` makes the n-th token EOS ("stop", stop_reason null). Neither fires while the
  * output is within `minTokens`: vLLM masks EOS at sampling (MinTokensLogitsProcessor,
@@ -148,9 +196,9 @@ export interface OutputLimits {
  * and skips stop strings while len(output) <= min_tokens (vllm/v1/engine/detokenizer.py
  * IncrementalDetokenizer.update) — so a suppressed EOS comes at the first allowed position instead.
  */
-export function planOutput(seed: number, limits: OutputLimits): PlannedOutput {
+export function planOutput(seed: number, context: number, limits: OutputLimits): PlannedOutput {
   const { maxTokens, stop, minTokens, naturalStop } = limits;
-  const next = prng(seed);
+  let h = context;
   const eosIndex = limits.eosAt > 0 ? Math.max(limits.eosAt - 1, minTokens) : -1;
   const words = new Uint16Array(maxTokens);
   for (let i = 0; i < maxTokens; i++) {
@@ -158,7 +206,8 @@ export function planOutput(seed: number, limits: OutputLimits): PlannedOutput {
       words[i] = EOS_WORD;
       return { words: words.subarray(0, i + 1), finishReason: 'stop', stopReason: null };
     }
-    const w = Math.floor(next() * EOS_WORD);
+    const w = nextWord(seed, h);
+    h = hashMore(h, OUTPUT_VOCAB.text[w]!);
     const text = OUTPUT_VOCAB.text[w]!.slice(1);
     if (stop !== null && i >= minTokens && stop.has(text)) {
       return { words: words.subarray(0, i), finishReason: 'stop', stopReason: text };

@@ -33,6 +33,10 @@ export class Attempt {
   readonly legs: Leg[] = [];
   /** Child of the request's cancellation: failing the attempt cancels only this one. */
   readonly cancellation: Cancellation;
+  /** The body its legs are built from: the client's, or a migration's continuation (migration.ts). */
+  readonly body: Record<string, unknown>;
+  /** This attempt's stream reached the client (a migrated one joins a response already committed). */
+  streaming = false;
   /** The prefill leg failed (for the prefill-failure policy). */
   prefillFailed = false;
   /** From the scheduling decision: prompt tokens expected cached on the prefill side. */
@@ -60,6 +64,7 @@ export class Attempt {
       pairId: randomUUID(),
       attemptSeq: seq,
     };
+    this.body = session.migration.body ?? session.client.body;
     this.cachedPromptTokens = selection?.cachedPromptTokens ?? 0;
     this.picked = selection?.picked ?? [];
     this.reservation = selection?.reservation ?? null;
@@ -139,9 +144,13 @@ export class Attempt {
     return leg;
   }
 
-  /** First byte reached the client: the first-token watchdog becomes the idle watchdog. */
-  committed(): void {
-    this.session.obs.committed();
+  /**
+   * First byte reached the client: the first-token watchdog becomes the idle watchdog. `first`: the
+   * response's first byte (false for a migrated attempt joining a committed stream).
+   */
+  committed(first = true): void {
+    this.streaming = true;
+    if (first) this.session.obs.committed();
     for (const leg of this.legs) leg.tracking?.firstToken();
     this.clearWatchdog();
     const { idleMs } = this.services.timeouts;

@@ -28,7 +28,7 @@ export async function runConcurrent(
   const flow = route.flow;
   if (flow === 'trigger') {
     // Refused before any leg, in both modes: one prefill cannot serve several metaserver calls.
-    const refused = triggerPromptListError(session.client.body);
+    const refused = triggerPromptListError(attempt.body);
     if (refused) return new MotorError('invalid_request', refused.message, { param: refused.param });
   }
   const bootstrap =
@@ -36,7 +36,7 @@ export async function runConcurrent(
       ? bootstrapAddressFromUrl(route.prefill.url, { port: route.prefill.bootstrapPort })
       : null;
   const prefillInput: LegInput = {
-    body: prefillShapedBody(session.client.body),
+    body: prefillShapedBody(attempt.body),
     dispatch: dispatchFor(ids, 'prefill', route),
     bootstrap,
   };
@@ -50,7 +50,7 @@ export async function runConcurrent(
       : sendPrefill(attempt, route, prefillInput);
   try {
     const decodeLeg = attempt.open(route.decode, 'decode', {
-      body: session.client.body,
+      body: attempt.body,
       dispatch: dispatchFor(ids, 'decode', route),
       metaserverUrl,
       bootstrap,

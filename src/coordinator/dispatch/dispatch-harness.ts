@@ -55,7 +55,7 @@ export type EngineReply =
 export type EngineScript = (call: LegCall, harness: DispatchHarness) => EngineReply | Promise<EngineReply>;
 
 export interface ObservedEvent {
-  event: 'attemptFailed' | 'retry' | 'stopResult' | 'end' | 'prefillKvSkipped';
+  event: 'attemptFailed' | 'retry' | 'stopResult' | 'end' | 'prefillKvSkipped' | 'migration';
   args: unknown[];
 }
 
@@ -253,6 +253,7 @@ export class DispatchHarness {
       retry: record('retry'),
       prefillKvSkipped: record('prefillKvSkipped'),
       stopResult: record('stopResult'),
+      migration: record('migration'),
       end: record('end'),
     };
     return { requestStart: () => request };

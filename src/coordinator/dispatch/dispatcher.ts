@@ -19,6 +19,7 @@ import { ClientSink } from './client-sink.js';
 import { runConcurrent, type ConcurrentFlowDeps } from './concurrent-flow.js';
 import { runHandoff, type HandoffCarry } from './handoff-flow.js';
 import { LegTransports } from './leg-transport.js';
+import { Migration } from './migration.js';
 import { RequestCancellation } from './request-cancellation.js';
 import type { Session } from './session.js';
 import { runSingle } from './single-flow.js';
@@ -86,35 +87,41 @@ export class Dispatcher {
     cancellation: RequestCancellation = new RequestCancellation(res),
   ): Promise<void> {
     const { config, scheduling } = this.deps;
+    const obs = (this.deps.observer ?? noopDispatchObserver).requestStart({
+      rootRequestId,
+      path,
+      model: client.model,
+      stream: client.stream,
+      headers: res.req.headers,
+    });
     const session: Session = {
       rootRequestId,
       client,
       path,
       sink: new ClientSink(res, rootRequestId, client.stream),
       cancellation,
-      obs: (this.deps.observer ?? noopDispatchObserver).requestStart({
-        rootRequestId,
-        path,
-        model: client.model,
-        stream: client.stream,
-        headers: res.req.headers,
-      }),
+      obs,
       schedulingRequest: scheduling.requestFor(client, meta),
       rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
       hops: nextHops(res.req.headers[HOP_HEADER]),
+      migration: new Migration(client, config.migration.maxPerRequest, obs),
     };
     cancellation.startDeadline(config.timeouts.totalMs);
     const plan: RetryPlan = { exclude: new Set(), forced: null, lastError: null, handoff: null };
     try {
-      for (let seq = 1; seq <= config.retry.maxAttempts; seq++) {
-        if (seq > 1) await cancellation.sleep(backoffDelayMs(seq, config.retry));
+      // migrations (after commit) do not use up retries (before commit)
+      for (let seq = 1; seq <= config.retry.maxAttempts + session.migration.count; seq++) {
+        const migrating = session.sink.committed;
+        if (seq > 1 && !migrating) await cancellation.sleep(backoffDelayMs(seq, config.retry));
         if (cancellation.cancelled) break;
         const attempt = this.nextAttempt(session, plan, seq);
         if (attempt === null) break;
         const outcome = await this.run(attempt, plan);
         if (outcome === null) return;
         plan.lastError = outcome;
-        if (!this.retryAfter(attempt, outcome, plan)) break;
+        if (session.sink.committed) {
+          if (!this.migrateAfter(outcome, plan, session)) break;
+        } else if (!this.retryAfter(attempt, outcome, plan)) break;
       }
       this.fail(session, plan);
     } finally {
@@ -184,6 +191,27 @@ export class Dispatcher {
       if (policy === 'fallback-decode-only' && route.decode.engine === 'vllm')
         plan.forced = { kind: 'single', instance: route.decode, degraded: true };
     }
+    return true;
+  }
+
+  /**
+   * A committed stream's attempt failed: whether a migration continues it (migration.ts); if not,
+   * `plan.lastError` becomes the error frame the client gets.
+   */
+  private migrateAfter(outcome: MotorError, plan: RetryPlan, session: Session): boolean {
+    if (session.cancellation.cancelled) return false; // the client went, or the deadline passed
+    const refused = session.migration.begin(outcome);
+    if (refused !== null) {
+      plan.lastError = refused;
+      return false;
+    }
+    this.deps.log.warn(
+      { root_request_id: session.rootRequestId, code: outcome.code, err: outcome.message },
+      'committed stream failed; migrating it to a new attempt',
+    );
+    if (outcome.instanceId) plan.exclude.add(outcome.instanceId);
+    plan.forced = null;
+    plan.handoff = null; // a kept prefill's KV is of the old prompt, not the continuation's
     return true;
   }
 

@@ -64,11 +64,13 @@ function harness(
   mode: keyof typeof MODES,
   engines: Record<string, EngineScript>,
   decodes = ['D'],
+  config: Record<string, unknown> = {},
 ): DispatchHarness {
   const h = new DispatchHarness(
     {
       instances: [P(mode), ...decodes.map((id) => D(mode, id))],
       scheduling: { circuitBreaker: { failureThreshold: 1 } },
+      ...config,
     },
     engines,
   );
@@ -136,19 +138,52 @@ describe.each(['proxy', 'direct'] as const)('handoff engine fidelity (%s)', (mod
   it.each([
     ['v0.13 (repeats the last token)', RECOMPUTED_V013],
     ['v0.15 (no token)', RECOMPUTED_V015],
-  ])('stop_reason recomputed after commit, %s → error frame, never the frame itself', async (_n, f) => {
-    const h = harness(mode, { P: m.ok, D: () => ({ kind: 'sse', frames: f }) });
-    const reply = await h.send({ stream: true, max_tokens: 8 });
-    expect(reply?.status).toBe(200);
-    const text = reply!.text;
-    expect(text.match(/Hello/g)).toHaveLength(1);
-    expect(text).not.toContain('"stop_reason":"recomputed"');
-    expect(text).toMatch(/data: \{"error":\{[^\n]*"code":"decode_recomputed"\}\}\n\ndata: \[DONE\]\n\n$/);
-    expect(h.callsTo('D')).toHaveLength(1);
-    expect(h.callsTo('D')[0]!.aborted).toBe(true); // the decode leg is stopped (proxy: also told)
-    if (mode === 'proxy') expect(h.stops.map((s) => s.body.reason)).toContain('recompute');
-    expect(breaker(h, 'D')).toBe('closed');
-  });
+  ])(
+    'stop_reason recomputed after commit, %s, migration off → error frame, never the frame itself',
+    async (_n, f) => {
+      const h = harness(mode, { P: m.ok, D: () => ({ kind: 'sse', frames: f }) }, ['D'], {
+        migration: { maxPerRequest: 0 },
+      });
+      const reply = await h.send({ stream: true, max_tokens: 8 });
+      expect(reply?.status).toBe(200);
+      const text = reply!.text;
+      expect(text.match(/Hello/g)).toHaveLength(1);
+      expect(text).not.toContain('"stop_reason":"recomputed"');
+      expect(text).toMatch(/data: \{"error":\{[^\n]*"code":"decode_recomputed"\}\}\n\ndata: \[DONE\]\n\n$/);
+      expect(h.callsTo('D')).toHaveLength(1);
+      expect(h.callsTo('D')[0]!.aborted).toBe(true); // the decode leg is stopped (proxy: also told)
+      if (mode === 'proxy') expect(h.stops.map((s) => s.body.reason)).toContain('recompute');
+      expect(breaker(h, 'D')).toBe('closed');
+    },
+  );
+
+  it.each([
+    ['v0.13 (repeats the last token)', RECOMPUTED_V013],
+    ['v0.15 (no token)', RECOMPUTED_V015],
+  ])(
+    'stop_reason recomputed after commit, %s → migrated: the answer so far continues on a new attempt',
+    async (_n, f) => {
+      let n = 0;
+      const h = harness(mode, {
+        P: m.ok,
+        D: (): EngineReply => (++n === 1 ? { kind: 'sse', frames: f } : OK_STREAM),
+      });
+      const reply = await h.send({ stream: true, max_tokens: 8 });
+      const text = reply!.text;
+      expect(text.match(/Hello/g)).toHaveLength(1); // the repeated last token (v0.13) is not relayed
+      expect(text).not.toContain('recomputed');
+      expect(text).not.toContain('"error"');
+      expect(text).toContain('"content":"Hel"');
+      const second = h.callsTo('D')[1]!.body;
+      expect(second).toMatchObject({ continue_final_message: true, add_generation_prompt: false });
+      expect((second.messages as Array<{ role: string }>).at(-1)!.role).toBe('assistant');
+      expect(h.observed('migration')).toEqual([
+        ['decode_recomputed', 'started'],
+        ['decode_recomputed', 'resumed'],
+      ]);
+      expect(breaker(h, 'D')).toBe('closed');
+    },
+  );
 
   it('stop_reason recomputed, non-stream → a new attempt', async () => {
     let n = 0;

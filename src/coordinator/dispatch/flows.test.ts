@@ -162,14 +162,26 @@ const CASES: Case[] = [
     expect: { status: 200, lastDecodeSingle: true },
   },
   {
-    name: 'decode fails after commit → one error frame, [DONE], both legs stopped',
+    name: 'decode fails after commit, migration off → one error frame, [DONE], both legs stopped',
+    config: { migration: { maxPerRequest: 0 } },
     decode: [{ kind: 'sse', frames: [delta('a')], end: 'error' }],
     expect: { status: 200, errorFrame: true, stopped: 'peer_failed', decodeLegs: 1 },
   },
   {
-    name: 'decode stream truncated after commit → one error frame, [DONE]',
+    name: 'decode stream truncated after commit, migration off → one error frame, [DONE]',
+    config: { migration: { maxPerRequest: 0 } },
     decode: [{ kind: 'sse', frames: [delta('a')], end: 'truncate' }],
     expect: { status: 200, errorFrame: true, stopped: 'peer_failed', decodeLegs: 1 },
+  },
+  {
+    name: 'decode fails after commit → migrated: a new attempt continues the stream, no error frame',
+    decode: [{ kind: 'sse', frames: [delta('a')], end: 'error' }],
+    expect: { status: 200, decodeLegs: 2, endCode: 'connection_error' },
+  },
+  {
+    name: 'decode stream truncated after commit → migrated, no error frame',
+    decode: [{ kind: 'sse', frames: [delta('a')], end: 'truncate' }],
+    expect: { status: 200, decodeLegs: 2 },
   },
   {
     name: 'client disconnect → both legs stopped (client_disconnect)',

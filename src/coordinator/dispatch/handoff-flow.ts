@@ -29,7 +29,7 @@ export async function runHandoff(
   route: PdRoute,
   carry: { handoff: HandoffCarry | null } = { handoff: null },
 ): Promise<MotorError | null> {
-  const { session, ids } = attempt;
+  const { ids } = attempt;
   let prefill: PrefillResult | MotorError;
   const kept = carry.handoff;
   if (kept && kept.prefillId === route.prefill.id && !handoffExpired(kept.result, Date.now())) {
@@ -38,7 +38,7 @@ export async function runHandoff(
     prefill = { ...kept.result, root_request_id: rootRequestId, pair_id: pairId, attempt_seq: attemptSeq };
   } else {
     const prefillLeg = attempt.open(route.prefill, 'prefill', {
-      body: prefillShapedBody(session.client.body),
+      body: prefillShapedBody(attempt.body),
       dispatch: dispatchFor(ids, 'prefill', route),
     });
     prefill = await awaitPrefill(attempt, prefillLeg, 'handoff');
@@ -48,7 +48,7 @@ export async function runHandoff(
   carry.handoff = { prefillId: route.prefill.id, result: prefill };
   prefillCompleted(attempt, prefill);
   const decodeLeg = attempt.open(route.decode, 'decode', {
-    body: session.client.body,
+    body: attempt.body,
     dispatch: dispatchFor(ids, 'decode', route),
     prefillResult: readableHandoff(attempt, route, prefill),
   });

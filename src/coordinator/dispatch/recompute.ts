@@ -1,6 +1,5 @@
 import { isPlainObject } from '../../common/http.js';
 import { MotorError } from '../../common/motor-error.js';
-import type { Attempt } from './attempt.js';
 import type { Leg } from './leg.js';
 
 /**
@@ -8,7 +7,8 @@ import type { Leg } from './leg.js';
  * "stop"`, `stop_reason: "recomputed"` (VA `vllm_ascend/core/recompute_scheduler.py`
  * `update_from_output`; main `_add_recomputed_outputs`). v0.13.0/v0.14.0rc1 repeat the last token in
  * that output, v0.15.0rc1 on carry none; either way the answer is unfinished, and the frame is never
- * relayed. Its proxies re-dispatch (VA load_balance_proxy_server_example.py, all tags).
+ * relayed. Its proxies re-dispatch (VA load_balance_proxy_server_example.py, all tags); Motor retries
+ * before commit and migrates after it (migration.ts).
  *
  * The bytes a relay scans for before it parses a frame or body; vLLM writes compact JSON, and the
  * marker also matches `"stop_reason": "recomputed"`. A match only costs a parse (`isRecomputed`).
@@ -33,13 +33,4 @@ export function recomputedError(leg: Leg): MotorError {
     'decode_recomputed',
     `${leg.role} instance ${leg.instance.id} preempted the request (stop_reason "recomputed")`,
   );
-}
-
-/**
- * After commit: the one place in-flight migration (issue 16) plugs in — continue the stream on
- * another decode with prompt + text so far. Returns whether it took the stream over; until then,
- * never, and the relay ends the stream with a `decode_recomputed` error frame.
- */
-export function migrateRecomputedStream(_attempt: Attempt, _leg: Leg): boolean {
-  return false;
 }

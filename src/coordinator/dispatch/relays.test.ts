@@ -60,9 +60,9 @@ describe('stream relay', () => {
       'engine_error',
     ],
     [
-      'idle timeout after commit → our error frame, [DONE]',
+      'idle timeout after commit, migration off → our error frame, [DONE]',
       { kind: 'sse', frames: [JSON.stringify(delta('a'))], end: 'hang' },
-      { timeouts: { idleMs: 40 } },
+      { timeouts: { idleMs: 40 }, migration: { maxPerRequest: 0 } },
       {},
       frame(delta('a')) +
         frame({

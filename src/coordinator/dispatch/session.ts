@@ -2,6 +2,7 @@ import type { RequestObserver } from '../../observability/dispatch-observer.js';
 import type { SchedulingRequest } from '../../scheduling/index.js';
 import type { ClientRequest } from '../client-request.js';
 import type { ClientSink } from './client-sink.js';
+import type { Migration } from './migration.js';
 import type { RequestCancellation } from './request-cancellation.js';
 import type { ResponseRewrite } from './sse-relay.js';
 
@@ -20,4 +21,6 @@ export interface Session {
   readonly rewrite: ResponseRewrite;
   /** `x-motor-hops` of every leg (hop-header.ts); absent = this coordinator alone. */
   readonly hops?: string;
+  /** In-flight migration after commit (migration.ts): what was sent, the continuation body and seam. */
+  readonly migration: Migration;
 }

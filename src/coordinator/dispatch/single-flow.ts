@@ -10,7 +10,7 @@ export function runSingle(
   route: Extract<Route, { kind: 'single' }>,
 ): Promise<MotorError | null> {
   const leg = attempt.open(route.instance, 'single', {
-    body: attempt.session.client.body,
+    body: attempt.body,
     dispatch: dispatchFor(attempt.ids, 'single', route),
   });
   return relayDecode(attempt, leg, null);

@@ -27,6 +27,7 @@ function harness(reply: EngineReply, timeouts: Record<string, number>): Dispatch
   const h = new DispatchHarness(
     {
       retry: { maxAttempts: 1 },
+      migration: { maxPerRequest: 0 }, // one attempt: what the client's stall does to it (migration.test.ts)
       timeouts,
       scheduling: { circuitBreaker: { failureThreshold: 1 } },
       instances: U,

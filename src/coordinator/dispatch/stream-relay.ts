@@ -1,19 +1,21 @@
 import { MotorError } from '../../common/motor-error.js';
 import type { Attempt } from './attempt.js';
 import type { Leg, ResponseData } from './leg.js';
-import { migrateRecomputedStream, recomputedError } from './recompute.js';
+import { recomputedError } from './recompute.js';
 import { SseRelay } from './sse-relay.js';
 
 /**
  * A stream answer, chunk by chunk: the first forwarded bytes commit the response; after that a failure
- * ends it with one error frame (unless the engine sent its own) and `data: [DONE]`, never a silently
- * truncated 200. An engine error frame or a recompute (recompute.ts) before the first token fails the
- * attempt uncommitted, so it can be retried. Per chunk: one `SseRelay.push` (usually the same Buffer
+ * the dispatcher may migrate (migration.ts) is returned to it, any other ends the stream with one
+ * error frame (unless the engine sent its own) and `data: [DONE]`, never a silently truncated 200.
+ * A migrated attempt's output goes through the session's `StreamSeam`. An engine error frame or a
+ * recompute (recompute.ts) before the first token fails the attempt uncommitted, so it can be retried. Per chunk: one `SseRelay.push` (usually the same Buffer
  * back), one socket write.
  */
 export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Promise<MotorError | null> {
   const { session } = attempt;
-  const { sink } = session;
+  const { sink, migration } = session;
+  const seam = migration.seam;
   const relay = new SseRelay(session.rewrite);
   const body = res.body;
   return new Promise<MotorError | null>((resolve) => {
@@ -26,15 +28,18 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
         resolve(null);
         return;
       }
-      if (!sink.committed) {
+      if (!attempt.streaming && !sink.committed) {
         resolve(attempt.failBeforeCommit(err));
         return;
       }
+      if (relay.upstreamError === null && migration.wants(err)) {
+        // committed: the dispatcher decides about a migration (and renders the error frame if none)
+        attempt.fail(err, stopReasonFor(err));
+        resolve(attempt.failure ?? err);
+        return;
+      }
       // After commit: stop both legs, one error frame (unless the engine sent its own), [DONE].
-      attempt.fail(
-        err,
-        err.code === 'idle_timeout' || err.code === 'deadline_exceeded' ? 'timeout' : 'peer_failed',
-      );
+      attempt.fail(err, stopReasonFor(err));
       const final = attempt.failure ?? err;
       if (!session.cancellation.clientGone) sink.streamError(relay.upstreamError !== null ? null : final);
       resolve(null);
@@ -45,22 +50,19 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
     });
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
-      const out = relay.push(chunk);
+      const pushed = relay.push(chunk);
+      const out = seam !== null && pushed !== null ? seam.rewrite(pushed) : pushed;
       if (relay.recomputed) {
         // Frames before the recomputed one are the answer so far: relayed only once committed.
         if (sink.committed && out !== null) {
           session.obs.chunk(out);
           sink.write(out);
-        }
-        if (sink.committed && migrateRecomputedStream(attempt, leg)) {
-          settled = true;
-          resolve(null);
-          return;
+          if (migration.recording) migration.sent.record(out);
         }
         attempt.fail(recomputedError(leg), 'recompute'); // settles through onCancel
         return;
       }
-      if (relay.upstreamError !== null && !sink.committed) {
+      if (relay.upstreamError !== null && !attempt.streaming) {
         // Commit barrier: an error frame before the first token (SGLang KV transfer failure, vLLM
         // GenerationError) is the engine's failure, not the client's answer.
         settle(earlyErrorFrame(leg, relay.upstreamError));
@@ -71,14 +73,16 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
       const last = relay.sawDone && relay.upstreamError === null;
       if (out !== null) {
         session.obs.chunk(out);
-        if (!sink.committed) {
+        if (!attempt.streaming) {
           leg.obs.firstByte();
-          sink.commitStream();
-          attempt.committed();
+          const first = !sink.committed;
+          if (first) sink.commitStream();
+          attempt.committed(first);
         } else {
           attempt.touch();
         }
         if (last) sink.res.cork();
+        if (migration.recording) migration.sent.record(out);
         if (!sink.write(out) && !last) {
           // Backpressure: the upstream waits for the client, whose stall is its own (attempt.ts).
           body.pause();
@@ -97,6 +101,10 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
     body.on('end', () => settle(endOfBody(relay, leg)));
     body.on('error', (err) => settle(attempt.failure ?? leg.connectionError(err)));
   });
+}
+
+function stopReasonFor(err: MotorError): 'timeout' | 'peer_failed' {
+  return err.code === 'idle_timeout' || err.code === 'deadline_exceeded' ? 'timeout' : 'peer_failed';
 }
 
 /** An error frame before any token: a retryable failure of the leg's instance (its breaker counts it). */
