@@ -51,7 +51,7 @@ export const boundedFlow = (flow: string): string => (KNOWN_FLOWS.has(flow) ? fl
  * enums and instance ids (bounded by the fleet), never request ids or user input.
  */
 export class CoordinatorMetrics {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   readonly requests: Counter<'route' | 'plan' | 'outcome'>;
   readonly requestDuration: Histogram<'route' | 'plan'>;
   readonly ttft: Histogram<'route' | 'plan'>;
@@ -66,7 +66,12 @@ export class CoordinatorMetrics {
   readonly prefillKvSkipped: Counter<'instance' | 'reason'>;
   readonly inFlight: Gauge;
 
-  constructor(sources: MetricsSources, opts: { defaultMetrics?: boolean } = {}) {
+  /**
+   * `registry`: an embedding application's own (its metrics and Motor's on one `/metrics`); Node's
+   * default process metrics are then left to it unless `defaultMetrics` is true.
+   */
+  constructor(sources: MetricsSources, opts: { defaultMetrics?: boolean; registry?: Registry } = {}) {
+    this.registry = opts.registry ?? new Registry();
     const registers = [this.registry];
     this.requests = new Counter({
       name: 'motor_requests_total',
@@ -193,7 +198,8 @@ export class CoordinatorMetrics {
         }
       },
     });
-    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (opts.defaultMetrics ?? opts.registry === undefined)
+      collectDefaultMetrics({ register: this.registry });
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
