@@ -172,6 +172,21 @@ describe('createCoordinator', () => {
     expect(motor.inFlight()).toBe(0);
   });
 
+  it('tells direct trigger decodes the address the first request came in on (no server.publicUrl)', async () => {
+    const layerwise = { kv_connector: 'MooncakeLayerwiseConnector' };
+    const instances = (await fleet({ kvConnector: 'MooncakeLayerwiseConnector' })).map((i) => ({
+      ...i,
+      kvTransferConfig: { ...layerwise, kv_role: i.role === 'prefill' ? 'kv_producer' : 'kv_consumer' },
+    }));
+    const motor = await createCoordinator({ instances }, { logger: quiet });
+    const url = await serve(motor);
+    const res = await post(url, '/v1/chat/completions', chatBody('trigger', { max_tokens: 2 }));
+    expect(res.status).toBe(200);
+    expect(await motor.registry.metrics()).toContain(
+      'motor_requests_total{route="/v1/chat/completions",plan="trigger",outcome="ok"} 1',
+    );
+  });
+
   it('serves the management API and the metrics as listeners of their own', async () => {
     const motor = await createCoordinator({ instances: await fleet() }, { logger: quiet });
     await serve(motor);
