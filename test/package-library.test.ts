@@ -53,7 +53,9 @@ beforeAll(() => {
     expect.arrayContaining(['dist/index.d.ts', 'dist/testing.d.ts', 'dist/index.js', 'bin/motor.js']),
   );
   expect(
-    paths.filter((p) => p.endsWith('.test.js') || p.startsWith('src/') || p.startsWith('test/')),
+    paths.filter(
+      (p) => p.endsWith('.test.js') || p.endsWith('.map') || p.startsWith('src/') || p.startsWith('test/'),
+    ),
   ).toEqual([]);
   mkdirSync(join(dir, 'node_modules/motor'), { recursive: true });
   execFileSync('tar', [
