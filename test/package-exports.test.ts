@@ -16,7 +16,7 @@ it('exposes the library as motor and the simulators as motor/testing (issue 18 i
   expect(typeof motor.definePlugin).toBe('function');
   expect(typeof testing.startSimulator).toBe('function');
   // the same config errors as `motor coordinator`, path first
-  await expect(motor.createCoordinator({ retry: { maxAttempts: 'x' } })).rejects.toThrow(
+  await expect(motor.createCoordinator({ retry: { maxAttempts: 'x' } } as never)).rejects.toThrow(
     /retry\.maxAttempts: expected number/,
   );
   const sim = await testing.startSimulator({ role: 'union', timeScale: 0 });

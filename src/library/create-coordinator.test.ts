@@ -10,7 +10,11 @@ import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeServer, listen } from '../common/http.js';
 import { createLogger } from '../common/logger.js';
-import { ConfigError, validateCoordinatorConfig } from '../config/coordinator-config.js';
+import {
+  ConfigError,
+  validateCoordinatorConfig,
+  type CoordinatorConfigInput,
+} from '../config/coordinator-config.js';
 import { definePlugin } from '../scheduling/plugin.js';
 import { startSimulator, type RunningSimulator } from '../simulator/server.js';
 import { chatBody, post, sseEvents } from '../simulator/testing.js';
@@ -55,8 +59,8 @@ describe('createCoordinator', () => {
     );
     cleanup.push(async () => void (await Promise.all(sims.map((s) => s.close()))));
     return sims.map((s, i) => {
-      const role = i === 0 ? 'prefill' : 'decode';
-      return { id: `${role}-${i}`, url: s.url, role, mode: 'direct', kvTransferConfig: nixl(role) };
+      const role = i === 0 ? ('prefill' as const) : ('decode' as const);
+      return { id: `${role}-${i}`, url: s.url, role, mode: 'direct' as const, kvTransferConfig: nixl(role) };
     });
   }
 
@@ -84,8 +88,10 @@ describe('createCoordinator', () => {
       }
       throw new Error('expected the config to be invalid');
     })();
-    await expect(createCoordinator(config, { logger: quiet, env: {} })).rejects.toThrow(ConfigError);
-    await expect(createCoordinator(config, { logger: quiet, env: {} })).rejects.toThrow(expected);
+    // typed callers cannot write these; a config read from YAML or JSON is only checked at run time
+    const untyped = config as CoordinatorConfigInput;
+    await expect(createCoordinator(untyped, { logger: quiet, env: {} })).rejects.toThrow(ConfigError);
+    await expect(createCoordinator(untyped, { logger: quiet, env: {} })).rejects.toThrow(expected);
   });
 
   it('routes with a registered plugin, names it among the known types, and refuses a taken type', async () => {

@@ -55,7 +55,7 @@ export interface Coordinator {
  * `server.*` connection limits and `management.port` / `management.host` belong to `motor coordinator`.
  */
 export async function createCoordinator(
-  config: CoordinatorConfigInput | Record<string, unknown>,
+  config: CoordinatorConfigInput,
   options: CreateCoordinatorOptions = {},
 ): Promise<Coordinator> {
   const plugins = options.plugins?.length ? builtinPlugins.with(options.plugins) : undefined;
