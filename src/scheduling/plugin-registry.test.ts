@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { parseSchedulingConfig, SchedulingConfigError } from './config.js';
 import { definePlugin } from './plugin.js';
-import { builtinPlugins, PluginCatalog } from './plugin-registry.js';
+import { builtinPlugins } from './plugin-registry.js';
 import { Scheduler } from './scheduler.js';
 
 const zoneFilter = definePlugin({
