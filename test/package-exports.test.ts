@@ -8,3 +8,22 @@ it('exposes the protocol library as motor/protocol (built output, as a consumer 
   ).toBe('handoff');
   expect(Object.keys(protocol.protocolJsonSchema('MotorDispatch'))).toContain('properties');
 });
+
+it('exposes the library as motor and the simulators as motor/testing (issue 18 item 1)', async () => {
+  const motor = await import('motor');
+  const testing = await import('motor/testing');
+  expect(typeof motor.createCoordinator).toBe('function');
+  expect(typeof motor.definePlugin).toBe('function');
+  expect(typeof testing.startSimulator).toBe('function');
+  // the same config errors as `motor coordinator`, path first
+  await expect(motor.createCoordinator({ retry: { maxAttempts: 'x' } } as never)).rejects.toThrow(
+    /retry\.maxAttempts: expected number/,
+  );
+  const sim = await testing.startSimulator({ role: 'union', timeScale: 0 });
+  try {
+    expect(sim.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect((await fetch(`${sim.url}/health`)).status).toBe(200);
+  } finally {
+    await sim.close();
+  }
+});

@@ -17,6 +17,7 @@ import { mergeDeep } from './merge-deep.js';
 import { managementSectionSchema } from './management-section.js';
 import { serverSectionSchema, tenantSaltSecret } from './server-section.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
+import type { PluginCatalog } from '../scheduling/plugin-registry.js';
 import { timeoutsSection } from './timeouts-section.js';
 import { kvHashSection } from './kv-hash-section.js';
 import { migrationSection } from './migration-section.js';
@@ -301,8 +302,15 @@ function shortMessage(issue: z.core.$ZodIssue): string {
   return issue.message.replace(/^Invalid (input|option): /, '');
 }
 
-/** Validates a raw config object (merged from its sources) and resolves each instance; `env` for `*Env` keys. */
-export function validateCoordinatorConfig(raw: unknown, env = process.env): CoordinatorConfig {
+/**
+ * Validates a raw config object (merged from its sources) and resolves each instance; `env` for `*Env`
+ * keys, `plugins` for the scheduling plugin types the config may name (default: the built-ins).
+ */
+export function validateCoordinatorConfig(
+  raw: unknown,
+  env = process.env,
+  plugins?: PluginCatalog,
+): CoordinatorConfig {
   const parsed = coordinatorConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${shortMessage(i)}`));
@@ -342,10 +350,14 @@ export function validateCoordinatorConfig(raw: unknown, env = process.env): Coor
   if (salt.problem !== undefined) issues.push(salt.problem);
   const peer = peerSecretSource(parsed.data.engineProxy, env);
   if (peer.problem !== undefined) issues.push(peer.problem);
-  const scheduling = resolveSchedulingSection(parsed.data.scheduling, {
-    schedulerPolicy: parsed.data.scheduler.policy,
-    ...parsed.data.dispatch,
-  });
+  const scheduling = resolveSchedulingSection(
+    parsed.data.scheduling,
+    {
+      schedulerPolicy: parsed.data.scheduler.policy,
+      ...parsed.data.dispatch,
+    },
+    plugins,
+  );
   if ('issues' in scheduling) issues.push(...scheduling.issues);
   if (issues.length > 0 || 'issues' in scheduling) throw new ConfigError(issues);
   return {

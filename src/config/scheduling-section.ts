@@ -3,6 +3,7 @@ import {
   parseSchedulingConfig,
   SchedulingConfigError,
   schedulingConfigSchema,
+  type PluginCatalog,
   type SchedulingConfig,
 } from '../scheduling/index.js';
 
@@ -134,6 +135,8 @@ export interface CoordinatorSchedulingConfig {
   /** The library config: every default filled, every plugin's params validated. */
   library: SchedulingConfig;
   scrape: EngineMetricsScrapeConfig;
+  /** The plugin types `library` was checked against (built-ins plus registered ones); default the built-ins. */
+  plugins?: PluginCatalog;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -151,6 +154,7 @@ function issuePath(path: readonly PropertyKey[]): string {
  * least-in-flight, deprecated) maps to the shorthand; `dispatch.fallbackToSingle` and
  * `dispatch.planPreference` supply `fallback` and `planPreference` unless those are set here.
  * Returns issues (`scheduling.prefill.scorers[0].weight: expected number`) instead of throwing.
+ * Plugin types are looked up in `plugins` (default: the built-ins).
  */
 export function resolveSchedulingSection(
   raw: unknown,
@@ -159,6 +163,7 @@ export function resolveSchedulingSection(
     fallbackToSingle: boolean;
     planPreference: readonly string[];
   },
+  plugins?: PluginCatalog,
 ): { config: CoordinatorSchedulingConfig } | { issues: string[] } {
   const input = raw ?? {};
   if (!isRecord(input)) return { issues: ['scheduling: expected object'] };
@@ -200,7 +205,7 @@ export function resolveSchedulingSection(
   library.planPreference ??= [...legacy.planPreference];
   let parsed: SchedulingConfig;
   try {
-    parsed = parseSchedulingConfig(library, 'scheduling');
+    parsed = parseSchedulingConfig(library, 'scheduling', plugins);
   } catch (err) {
     if (err instanceof SchedulingConfigError) return { issues: [...err.issues] };
     throw err;
@@ -214,6 +219,7 @@ export function resolveSchedulingSection(
     config: {
       policy,
       library: parsed,
+      ...(plugins ? { plugins } : {}),
       scrape: {
         mode: s.scrape,
         enabled: s.scrape === 'on' || (s.scrape === 'auto' && usesMetrics),

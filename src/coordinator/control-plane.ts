@@ -1,11 +1,14 @@
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import {
+  createManagementHandler,
   createRegistry,
   HealthProber,
   instanceUrlRefusal,
   registerStaticInstances,
   startManagementServer,
+  type ManagementApiOptions,
+  type ManagementHandler,
   type ManagementServer,
   type Registry,
   type RegistryConfig,
@@ -35,6 +38,8 @@ export interface ControlPlane {
    * `name: "management"`. `load` and `circuit` fill the views' fields of the same names.
    */
   startManagement(providers?: ManagementProviders): Promise<ManagementServer | null>;
+  /** The same management API as a request listener, for an application to mount where it wants. */
+  managementHandler(providers?: ManagementProviders): ManagementHandler;
   close(): Promise<void>;
 }
 
@@ -110,6 +115,31 @@ export async function startControlPlane(
   const instances = source;
   const discovered = discovery;
   let management: ManagementServer | null = null;
+  const apiOptions = (providers: ManagementProviders): ManagementApiOptions => {
+    const m = config.management;
+    return {
+      registry,
+      health: prober,
+      load: (id) => {
+        const instance = instances.get(id);
+        if (!instance) return null;
+        const extra = providers.load?.(id);
+        return { in_flight_legs: instance.inFlight, ...(typeof extra === 'object' ? extra : {}) };
+      },
+      ...(providers.circuit ? { circuit: providers.circuit } : {}),
+      // what routing uses, discovery included; an instance discovery holds out is not routable
+      effective: (id) => effectiveView(instances, id),
+      routable: (id) => instances.routable().some((i) => i.id === id),
+      checkUrl: (url) =>
+        instanceUrlRefusal(url, {
+          allowLinkLocal: m.allowInstanceUrls.linkLocal,
+          allowSelf: m.allowInstanceUrls.self,
+          ownPorts: () => ownPorts(providers.gatewayPort?.() ?? null, management?.url ?? null),
+        }),
+      ...(m.adminToken !== undefined ? { adminToken: m.adminToken } : {}),
+      logger: log,
+    };
+  };
   return {
     registry,
     health: prober,
@@ -118,32 +148,10 @@ export async function startControlPlane(
     async startManagement(providers = {}) {
       const m = config.management;
       if (m.port === null) return null;
-      management = await startManagementServer({
-        registry,
-        health: prober,
-        load: (id) => {
-          const instance = instances.get(id);
-          if (!instance) return null;
-          const extra = providers.load?.(id);
-          return { in_flight_legs: instance.inFlight, ...(typeof extra === 'object' ? extra : {}) };
-        },
-        ...(providers.circuit ? { circuit: providers.circuit } : {}),
-        // what routing uses, discovery included; an instance discovery holds out is not routable
-        effective: (id) => effectiveView(instances, id),
-        routable: (id) => instances.routable().some((i) => i.id === id),
-        checkUrl: (url) =>
-          instanceUrlRefusal(url, {
-            allowLinkLocal: m.allowInstanceUrls.linkLocal,
-            allowSelf: m.allowInstanceUrls.self,
-            ownPorts: () => ownPorts(providers.gatewayPort?.() ?? null, management?.url ?? null),
-          }),
-        port: m.port,
-        host: m.host,
-        ...(m.adminToken !== undefined ? { adminToken: m.adminToken } : {}),
-        logger: log,
-      });
+      management = await startManagementServer({ ...apiOptions(providers), port: m.port, host: m.host });
       return management;
     },
+    managementHandler: (providers = {}) => createManagementHandler(apiOptions(providers)),
     async close() {
       await management?.close();
       discovered.close();

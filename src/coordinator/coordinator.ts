@@ -1,18 +1,189 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { closeServer, listen } from '../common/http.js';
+import { renderError } from '../common/http-error.js';
 import { logListening, type Logger } from '../common/logger.js';
+import { MotorError } from '../common/motor-error.js';
+import { RequestDrain, type RequestListener } from '../common/request-drain.js';
+import { createLimitedServer } from '../common/server-limits.js';
 import { TakeOnceStore } from '../common/take-once-store.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
-import { createCoordinatorObservability } from '../observability/coordinator-observability.js';
+import {
+  createCoordinatorObservability,
+  type InjectedObservability,
+} from '../observability/coordinator-observability.js';
 import type { Observability } from '../observability/observability.js';
-import { startControlPlane, type ControlPlane } from './control-plane.js';
+import { startControlPlane, type ControlPlane, type ManagementProviders } from './control-plane.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import type { PendingTrigger } from './dispatch/pending-trigger.js';
 import { Upstreams } from './upstream.js';
-import { createGateway } from './gateway/gateway.js';
+import { createGatewayListener } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
 import { coordinatorPeerSecrets } from './peer-secret-setup.js';
+
+export interface CoordinatorOverrides {
+  source?: InstanceSource;
+  scheduling?: SchedulingAdapter;
+  /** An embedding application's prom-client Registry and OTel tracer (docs/library.md). */
+  observability?: InjectedObservability;
+}
+
+/**
+ * One coordinator without a listening socket: the gateway, management API and metrics as request
+ * listeners, and everything behind them running. `motor coordinator` serves it on its own ports
+ * (`startCoordinator`); an application mounts the listeners in its own server (`createCoordinator`).
+ */
+export interface CoordinatorApp {
+  /** The OpenAI-compatible gateway (`/v1/*`, `/health`, `/ready`, and `/metrics`, `/dashboard` when on). */
+  handler: RequestListener;
+  /** The management API (docs/control-plane.md); null with a `source` override. */
+  managementHandler: RequestListener | null;
+  /** Prometheus text of the coordinator's metrics, whatever the path (for `GET /metrics` where you want it). */
+  metricsHandler: RequestListener;
+  /** Registry, health and management (absent with a `source` override). */
+  controlPlane: ControlPlane | null;
+  /** Scheduler (load, breakers, engine metrics) and admission. */
+  scheduling: SchedulingAdapter;
+  /** Metrics registry, recent requests, tracing. */
+  observability: Observability;
+  /** What management's `load` and `circuit` fields show (the scheduler's view). */
+  managementProviders: ManagementProviders;
+  /** Requests being answered by the three listeners now. */
+  inFlight(): number;
+  /**
+   * The base URL engines are told to call back (`<url>/v1/metaserver/<token>`) when `server.publicUrl`
+   * is unset. Without it the first request's local socket address is taken.
+   */
+  setUrl(url: string): void;
+  /**
+   * Refuses new requests (503 `overloaded`, `connection: close`), waits up to `graceMs` for those in
+   * flight, cuts the rest, then stops scheduling, the registry, engine connections and tracing.
+   */
+  close(graceMs: number): Promise<void>;
+}
+
+/** Wires gateway → dispatcher → scheduler → instance source; starts everything but a listener. */
+export async function createCoordinatorApp(
+  config: CoordinatorConfig,
+  log: Logger,
+  overrides: CoordinatorOverrides = {},
+): Promise<CoordinatorApp> {
+  const upstreams = new Upstreams({
+    ...config.upstream,
+    connectMs: config.timeouts.connectMs,
+    credentials: config.engineCredentials,
+  });
+  const peerSecrets = await coordinatorPeerSecrets(config, log);
+  const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
+  const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
+  const scheduling =
+    overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
+  const triggers = new TakeOnceStore<PendingTrigger>();
+  let obs;
+  try {
+    obs = await createCoordinatorObservability(
+      config,
+      log,
+      source,
+      {
+        circuitStates: () =>
+          source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),
+        queuedRequests: () => scheduling.admission.queued,
+      },
+      overrides.observability,
+    );
+  } catch (err) {
+    await plane?.close();
+    await upstreams.close();
+    peerSecrets?.close();
+    throw err;
+  }
+  let url = config.server.publicUrl?.replace(/\/+$/, '') ?? '';
+  let boundPort: number | null = null; // instance URLs naming it are refused (control-plane.ts)
+  const dispatcher = new Dispatcher({
+    config,
+    source,
+    scheduling,
+    upstreams,
+    triggers,
+    log,
+    observer: obs.observability,
+    publicUrl: () => url,
+    peerSecrets,
+  });
+  const gateway = createGatewayListener({
+    config,
+    source,
+    dispatcher,
+    triggers,
+    log,
+    scheduling,
+    extraRoutes: obs.routes,
+    observer: obs.observability,
+  });
+  const managementProviders: ManagementProviders = {
+    load: (id) => scheduling.scheduler.loadTracker.get(id),
+    circuit: (id) => scheduling.scheduler.breakers.state(id),
+    gatewayPort: () => boundPort,
+  };
+  const metrics = obs.observability.metrics;
+  const drain = new RequestDrain();
+  const gatewayListener: RequestListener = (req, res) => {
+    if (url === '') url = socketUrl(req);
+    gateway(req, res);
+  };
+  const management = plane?.managementHandler(managementProviders);
+  scheduling.start();
+  return {
+    handler: drain.track(gatewayListener, refuseClosing),
+    managementHandler: management ? drain.track(management, refuseClosing) : null,
+    metricsHandler: drain.track((_req, res) => serveMetrics(metrics.render(), res), refuseClosing),
+    controlPlane: plane,
+    scheduling,
+    observability: obs.observability,
+    managementProviders,
+    inFlight: () => drain.inFlight,
+    setUrl(bound) {
+      boundPort = Number(new URL(bound).port);
+      if (config.server.publicUrl === undefined) url = bound.replace(/\/+$/, '');
+    },
+    async close(graceMs) {
+      await drain.close(graceMs);
+      scheduling.close();
+      await plane?.close();
+      await upstreams.close();
+      await obs.close();
+      peerSecrets?.close();
+    },
+  };
+}
+
+/** The base URL a request reached this process on (its socket's local address). */
+function socketUrl(req: IncomingMessage): string {
+  const { localAddress, localPort } = req.socket;
+  const scheme = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  const host = localAddress?.includes(':') ? `[${localAddress}]` : (localAddress ?? '127.0.0.1');
+  return `${scheme}://${host}:${localPort ?? 80}`;
+}
+
+function refuseClosing(_req: IncomingMessage, res: ServerResponse): void {
+  renderError(res, new MotorError('overloaded', 'the coordinator is shutting down; retry elsewhere'), {
+    connection: 'close',
+  });
+}
+
+function serveMetrics(rendered: Promise<{ contentType: string; body: string }>, res: ServerResponse): void {
+  rendered.then(
+    ({ contentType, body }) => {
+      res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    },
+    (err: unknown) => {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(`metrics collection failed: ${(err as Error).message}`);
+    },
+  );
+}
 
 export interface RunningCoordinator {
   url: string;
@@ -28,91 +199,44 @@ export interface RunningCoordinator {
   close(): Promise<void>;
 }
 
-export interface CoordinatorOverrides {
-  source?: InstanceSource;
-  scheduling?: SchedulingAdapter;
-}
-
-/** Wires gateway → dispatcher → scheduler → instance source and starts listening. */
+/** `motor coordinator`: the app served on `server.port` (with the connection limits) and `management.port`. */
 export async function startCoordinator(
   config: CoordinatorConfig,
   log: Logger,
   overrides: CoordinatorOverrides = {},
 ): Promise<RunningCoordinator> {
-  const upstreams = new Upstreams({
-    ...config.upstream,
-    connectMs: config.timeouts.connectMs,
-    credentials: config.engineCredentials,
-  });
-  const peerSecrets = await coordinatorPeerSecrets(config, log);
-  const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
-  const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
-  const scheduling =
-    overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
-  const triggers = new TakeOnceStore<PendingTrigger>();
-  const obs = await createCoordinatorObservability(config, log, source, {
-    circuitStates: () =>
-      source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),
-    queuedRequests: () => scheduling.admission.queued,
-  });
-  let boundUrl = '';
-  const dispatcher = new Dispatcher({
-    config,
-    source,
-    scheduling,
-    upstreams,
-    triggers,
-    log,
-    observer: obs.observability,
-    publicUrl: () => (config.server.publicUrl ?? boundUrl).replace(/\/+$/, ''),
-    peerSecrets,
-  });
-  const server = createGateway({
-    config,
-    source,
-    dispatcher,
-    triggers,
-    log,
-    scheduling,
-    extraRoutes: obs.routes,
-    observer: obs.observability,
-  });
+  const app = await createCoordinatorApp(config, log, overrides);
+  let server: Server;
+  let boundUrl: string;
   try {
+    // Header, request, keep-alive and idle timeouts and the connection cap (`server.*`).
+    server = createLimitedServer(config.server, app.handler, log);
     boundUrl = await listen(server, config.server.port, config.server.host);
   } catch (err) {
-    await plane?.close();
-    peerSecrets?.close();
+    await app.close(0);
     throw err;
   }
+  app.setUrl(boundUrl);
   logListening(log, { url: boundUrl }); // first: spawnMotor takes the first `listening` URL
-  scheduling.start();
   let management;
   try {
-    management = await plane?.startManagement({
-      load: (id) => scheduling.scheduler.loadTracker.get(id),
-      circuit: (id) => scheduling.scheduler.breakers.state(id),
-      gatewayPort: () => Number(new URL(boundUrl).port),
-    });
+    management = await app.controlPlane?.startManagement(app.managementProviders);
   } catch (err) {
     await closeServer(server);
-    await plane?.close();
-    peerSecrets?.close();
+    await app.close(0);
     throw err;
   }
   return {
     url: boundUrl,
     managementUrl: management?.url ?? null,
     server,
-    controlPlane: plane,
-    scheduling,
-    observability: obs.observability,
+    controlPlane: app.controlPlane,
+    scheduling: app.scheduling,
+    observability: app.observability,
     async close() {
-      scheduling.close();
+      // As before the library split: open requests are cut at once (no drain on this path yet).
       await closeServer(server);
-      await plane?.close();
-      await upstreams.close();
-      await obs.close();
-      peerSecrets?.close();
+      await app.close(0);
     },
   };
 }

@@ -135,6 +135,7 @@ export class SchedulingAdapter {
   ) {
     const { log } = deps;
     this.scheduler = new Scheduler(config.library, {
+      ...(config.plugins ? { plugins: config.plugins } : {}),
       onCircuitStateChange: (instance, from, to) => log.warn({ instance, from, to }, 'circuit state changed'),
       onMetricsFallback: (instance, why) =>
         log.warn({ instance, why }, 'engine metrics missing or stale; scoring without them'),

@@ -51,7 +51,7 @@ export const boundedFlow = (flow: string): string => (KNOWN_FLOWS.has(flow) ? fl
  * enums and instance ids (bounded by the fleet), never request ids or user input.
  */
 export class CoordinatorMetrics {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   readonly requests: Counter<'route' | 'plan' | 'outcome'>;
   readonly requestDuration: Histogram<'route' | 'plan'>;
   readonly ttft: Histogram<'route' | 'plan'>;
@@ -68,7 +68,12 @@ export class CoordinatorMetrics {
   readonly migrationResume: Histogram;
   readonly inFlight: Gauge;
 
-  constructor(sources: MetricsSources, opts: { defaultMetrics?: boolean } = {}) {
+  /**
+   * `registry`: an embedding application's own (its metrics and Motor's on one `/metrics`); Node's
+   * default process metrics are then left to it unless `defaultMetrics` is true.
+   */
+  constructor(sources: MetricsSources, opts: { defaultMetrics?: boolean; registry?: Registry } = {}) {
+    this.registry = opts.registry ?? new Registry();
     const registers = [this.registry];
     this.requests = new Counter({
       name: 'motor_requests_total',
@@ -209,7 +214,8 @@ export class CoordinatorMetrics {
         }
       },
     });
-    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (opts.defaultMetrics ?? opts.registry === undefined)
+      collectDefaultMetrics({ register: this.registry });
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

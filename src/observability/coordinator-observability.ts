@@ -1,4 +1,6 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import type { CircuitStateProvider, InstanceView } from './coordinator-metrics.js';
@@ -18,6 +20,14 @@ export interface ObservabilityProviders {
   circuitStates?: CircuitStateProvider;
   /** Requests waiting for admission. */
   queuedRequests?: () => number;
+}
+
+/** What an embedding application brings instead of Motor's own (docs/library.md). */
+export interface InjectedObservability {
+  /** Motor's metrics are registered here (default: a registry of its own). */
+  registry?: Registry;
+  /** Spans go to this tracer, whatever `observability.tracing` says (default: per the config). */
+  tracer?: Tracer;
 }
 
 /** The fleet as observability reads it (the coordinator's `InstanceSource` fits). */
@@ -48,15 +58,22 @@ export async function createCoordinatorObservability(
   log: Logger,
   source: ObservedFleet,
   providers: ObservabilityProviders = {},
+  injected: InjectedObservability = {},
 ): Promise<CoordinatorObservability> {
   const cfg = config.observability;
-  const tracing = await Tracing.create(cfg.tracing);
-  if (tracing) log.info({ exporter: cfg.tracing.exporter, endpoint: cfg.tracing.endpoint }, 'tracing on');
+  const tracing = injected.tracer ? Tracing.fromTracer(injected.tracer) : await Tracing.create(cfg.tracing);
+  if (tracing && !injected.tracer)
+    log.info({ exporter: cfg.tracing.exporter, endpoint: cfg.tracing.endpoint }, 'tracing on');
   const instances = instanceViews(source);
   const observability = Observability.create(
     log,
     { instances, circuitStates: providers.circuitStates, queuedRequests: providers.queuedRequests },
-    { tracing, recentRequests: cfg.recentRequests, accessLog: cfg.accessLog },
+    {
+      tracing,
+      recentRequests: cfg.recentRequests,
+      accessLog: cfg.accessLog,
+      ...(injected.registry ? { registry: injected.registry } : {}),
+    },
   );
   const routes = createObservabilityRoutes(
     observability,

@@ -1,4 +1,5 @@
 import type { Span, Context } from '@opentelemetry/api';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../common/logger.js';
 import {
   boundedCode,
@@ -72,11 +73,16 @@ export class Observability implements DispatchObserver {
       recentRequests?: number;
       accessLog?: boolean;
       defaultMetrics?: boolean;
+      /** A prom-client Registry to register Motor's metrics on (default: one of its own). */
+      registry?: Registry;
     } = {},
   ): Observability {
     return new Observability({
       log,
-      metrics: new CoordinatorMetrics(sources, { defaultMetrics: opts.defaultMetrics }),
+      metrics: new CoordinatorMetrics(sources, {
+        defaultMetrics: opts.defaultMetrics,
+        registry: opts.registry,
+      }),
       tracing: opts.tracing ?? null,
       recent: new RecentRequests(opts.recentRequests ?? 100),
       accessLog: opts.accessLog ?? true,

@@ -8,6 +8,7 @@ import {
   type Attributes,
   type Context,
   type Span,
+  type Tracer,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -38,10 +39,17 @@ const propagator = new W3CTraceContextPropagator();
  * nothing here touches requests when tracing is off.
  */
 export class Tracing {
-  private readonly provider: BasicTracerProvider;
-  private readonly tracer;
+  /** Motor's own provider (shut down by `shutdown`); null with a tracer the caller owns. */
+  private readonly provider: BasicTracerProvider | null;
+  private readonly tracer: Tracer;
 
-  private constructor(exporter: SpanExporter, cfg: TracingConfig) {
+  private constructor(source: { exporter: SpanExporter; cfg: TracingConfig } | { tracer: Tracer }) {
+    if ('tracer' in source) {
+      this.provider = null;
+      this.tracer = source.tracer;
+      return;
+    }
+    const { exporter, cfg } = source;
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': cfg.serviceName }),
       spanProcessors: [
@@ -54,10 +62,18 @@ export class Tracing {
   /** null when tracing is off. The OTLP exporter is loaded only when configured. */
   static async create(cfg: TracingConfig, exporter?: SpanExporter): Promise<Tracing | null> {
     if (!cfg.enabled) return null;
-    if (exporter) return new Tracing(exporter, cfg);
-    if (cfg.exporter === 'console') return new Tracing(new ConsoleSpanExporter(), cfg);
+    if (exporter) return new Tracing({ exporter, cfg });
+    if (cfg.exporter === 'console') return new Tracing({ exporter: new ConsoleSpanExporter(), cfg });
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    return new Tracing(new OTLPTraceExporter({ url: cfg.endpoint }), cfg);
+    return new Tracing({ exporter: new OTLPTraceExporter({ url: cfg.endpoint }), cfg });
+  }
+
+  /**
+   * Spans on an embedding application's tracer (its provider, exporter and resource); the caller
+   * owns that provider, so `shutdown` leaves it alone.
+   */
+  static fromTracer(tracer: Tracer): Tracing {
+    return new Tracing({ tracer });
   }
 
   /** The request span, child of the incoming `traceparent` when there is one. */
@@ -81,7 +97,7 @@ export class Tracing {
   }
 
   async shutdown(): Promise<void> {
-    await this.provider.shutdown();
+    await this.provider?.shutdown();
   }
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DispatchPlan } from '../protocol/index.js';
-import { findPlugin, pluginTypes } from './plugin-registry.js';
+import { builtinPlugins, type PluginCatalog } from './plugin-registry.js';
 import type { PluginKind } from './plugin.js';
 
 const plans = Object.values(DispatchPlan) as [DispatchPlan, ...DispatchPlan[]];
@@ -191,9 +191,14 @@ const ROLES = ['prefill', 'decode', 'union'] as const;
 /**
  * Validates and fills defaults, including every plugin's params (checked against the plugin's own
  * schema). Throws {@link SchedulingConfigError} naming each bad path, e.g.
- * `prefill.scorers[1].weight: expected number`. `pathPrefix` (e.g. `scheduling`) is prepended to paths.
+ * `prefill.scorers[1].weight: expected number`. `pathPrefix` (e.g. `scheduling`) is prepended to paths;
+ * plugin types are looked up in `plugins` (default: the built-ins).
  */
-export function parseSchedulingConfig(input: unknown = {}, pathPrefix = ''): SchedulingConfig {
+export function parseSchedulingConfig(
+  input: unknown = {},
+  pathPrefix = '',
+  plugins: PluginCatalog = builtinPlugins,
+): SchedulingConfig {
   const parsed = schedulingConfigSchema.safeParse(input ?? {});
   if (!parsed.success) throw new SchedulingConfigError(formatIssues(pathPrefix, parsed.error));
   const config = parsed.data;
@@ -203,10 +208,10 @@ export function parseSchedulingConfig(input: unknown = {}, pathPrefix = ''): Sch
     kind: PluginKind,
     path: PropertyKey[],
   ) => {
-    const definition = findPlugin(ref.type);
+    const definition = plugins.find(ref.type);
     if (!definition || definition.kind !== kind) {
       issues.push(
-        `${formatPath(pathPrefix, [...path, 'type'])}: unknown ${kind} '${ref.type}' (known: ${pluginTypes(kind).join(', ')})`,
+        `${formatPath(pathPrefix, [...path, 'type'])}: unknown ${kind} '${ref.type}' (known: ${plugins.types(kind).join(', ')})`,
       );
       return;
     }

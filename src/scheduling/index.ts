@@ -46,7 +46,15 @@ export { TokenBucketLimiter, type TokenBucketOptions, type TakeResult } from './
 export { seededRandom, type RandomSource } from './seeded-random.js';
 export { PrefixIndex, type PrefixIndexOptions } from './prefix-index.js';
 export { tokenBlockHashes, textBlockHashes, DEFAULT_BLOCK_SIZE, CHARS_PER_TOKEN } from './prefix-hash.js';
-export { schedulingPlugins, findPlugin, pluginTypes } from './plugin-registry.js';
+export {
+  schedulingPlugins,
+  findPlugin,
+  pluginTypes,
+  PluginCatalog,
+  builtinPlugins,
+  type AnyPluginDefinition,
+} from './plugin-registry.js';
+export { definePlugin, instanceWeight, scoresFromCosts } from './plugin.js';
 export type {
   Filter,
   Scorer,

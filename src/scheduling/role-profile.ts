@@ -1,6 +1,6 @@
 import type { ProfileConfig } from './config.js';
 import type { Filter, Picker, Scorer, SchedulingServices, SelectionContext } from './plugin.js';
-import { findPlugin } from './plugin-registry.js';
+import { builtinPlugins, type PluginCatalog } from './plugin-registry.js';
 import { circuitBreakerFilter } from './plugins/circuit-breaker-filter.js';
 import type { SchedulableInstance } from './types.js';
 
@@ -21,9 +21,14 @@ export class RoleProfile {
   private readonly scorers: WeightedScorer[];
   private readonly picker: Picker;
 
-  constructor(config: ProfileConfig, services: SchedulingServices, options: { circuitBreaker: boolean }) {
+  constructor(
+    config: ProfileConfig,
+    services: SchedulingServices,
+    options: { circuitBreaker: boolean; plugins?: PluginCatalog },
+  ) {
+    const plugins = options.plugins ?? builtinPlugins;
     const create = (type: string, params: unknown) => {
-      const definition = findPlugin(type);
+      const definition = plugins.find(type);
       if (!definition) throw new Error(`unknown scheduling plugin '${type}'`);
       return definition.create(params, services);
     };

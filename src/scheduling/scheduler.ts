@@ -7,6 +7,7 @@ import { LoadTracker } from './load-tracker.js';
 import type { SchedulingServices, SelectionContext } from './plugin.js';
 import { textBlockHashes, tokenBlockHashes } from './prefix-hash.js';
 import { canPair, pairableDecodes, unpairedReason } from './pair-compatibility.js';
+import type { PluginCatalog } from './plugin-registry.js';
 import { RoleProfile } from './role-profile.js';
 import { seededRandom, type RandomSource } from './seeded-random.js';
 import type {
@@ -31,6 +32,8 @@ export interface SchedulerOptions {
   readonly onCircuitStateChange?: (instanceId: string, from: CircuitState, to: CircuitState) => void;
   /** Forwarded to the engine-metrics store: first missing/stale read per instance (log once). */
   readonly onMetricsFallback?: (instanceId: string, why: 'missing' | 'stale') => void;
+  /** Plugin types the config may name; default the built-ins. */
+  readonly plugins?: PluginCatalog;
 }
 
 /** Counters for metrics. */
@@ -154,7 +157,7 @@ export class Scheduler {
 
   /** `config` may be raw (validated here) or the output of {@link parseSchedulingConfig}. */
   constructor(config: unknown = {}, options: SchedulerOptions = {}) {
-    this.config = parseSchedulingConfig(config);
+    this.config = parseSchedulingConfig(config, '', options.plugins);
     this.clock = options.clock ?? systemClock;
     this.random =
       options.random ??
@@ -184,7 +187,7 @@ export class Scheduler {
       clock: this.clock,
       random: this.random,
     };
-    const profileOptions = { circuitBreaker: cb.enabled };
+    const profileOptions = { circuitBreaker: cb.enabled, plugins: options.plugins };
     this.profiles = {
       prefill: new RoleProfile(this.config.prefill, services, profileOptions),
       decode: new RoleProfile(this.config.decode, services, profileOptions),

@@ -1,8 +1,7 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyReader } from '../../common/body-reader.js';
 import { httpFrame, type NoRouteHandler, type RouteHandler } from '../../common/http-frame.js';
 import { bearerToken, sendJson } from '../../common/http.js';
-import { createLimitedServer } from '../../common/server-limits.js';
 import type { Logger } from '../../common/logger.js';
 import { RouteTable } from '../../common/route-table.js';
 import type { CoordinatorConfig } from '../../config/coordinator-config.js';
@@ -43,8 +42,13 @@ const API_ROUTES: Record<string, ApiKind> = {
   '/v1/completions': 'completion',
 };
 
-/** The OpenAI-compatible HTTP front (node:http on the common HTTP frame): routes, auth, body limits, validation. */
-export function createGateway(deps: GatewayDeps): Server {
+/**
+ * The OpenAI-compatible HTTP front as a request listener (node:http on the common HTTP frame): routes,
+ * auth, body limits, validation. Needs no server of its own (an application may mount it).
+ */
+export function createGatewayListener(
+  deps: GatewayDeps,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const apiKeys = new ApiKeys(deps.config.server.apiKeys);
   const bodies = new BodyReader({ maxBytes: deps.config.server.maxBodyBytes });
   const refuse = refuser(deps);
@@ -81,18 +85,13 @@ export function createGateway(deps: GatewayDeps): Server {
     renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
   };
 
-  // Header, request, keep-alive and idle timeouts and the connection cap (`server.*`).
-  return createLimitedServer(
-    deps.config.server,
-    httpFrame({
-      routes,
-      noRoute,
-      renderable: (err) => (err instanceof MotorError ? err : undefined),
-      logger: deps.log,
-      failureLog: 'unhandled gateway error',
-    }),
-    deps.log,
-  );
+  return httpFrame({
+    routes,
+    noRoute,
+    renderable: (err) => (err instanceof MotorError ? err : undefined),
+    logger: deps.log,
+    failureLog: 'unhandled gateway error',
+  });
 }
 
 /** Configured models win per instance; else what its engine listed at discovery (no per-request fan-out). */
