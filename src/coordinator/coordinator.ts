@@ -46,7 +46,13 @@ export async function startCoordinator(
   const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
   const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
   const scheduling =
-    overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
+    overrides.scheduling ??
+    new SchedulingAdapter(config.scheduling, {
+      source,
+      upstreams,
+      log,
+      maxInflightBodyBytes: config.server.maxInflightBodyBytes,
+    });
   const triggers = new TakeOnceStore<PendingTrigger>();
   const obs = await createCoordinatorObservability(config, log, source, {
     circuitStates: () =>

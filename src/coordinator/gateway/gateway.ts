@@ -17,6 +17,7 @@ import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
 import { completionsRoute, refuser } from './completions-route.js';
 import { tenantSalter } from './tenant-salt.js';
 import { tenantSaltSecret } from '../../config/server-section.js';
+import { GATEWAY_BODY_ERRORS } from './json-body.js';
 import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
@@ -46,7 +47,8 @@ const API_ROUTES: Record<string, ApiKind> = {
 /** The OpenAI-compatible HTTP front (node:http on the common HTTP frame): routes, auth, body limits, validation. */
 export function createGateway(deps: GatewayDeps): Server {
   const apiKeys = new ApiKeys(deps.config.server.apiKeys);
-  const bodies = new BodyReader({ maxBytes: deps.config.server.maxBodyBytes });
+  const { maxBodyBytes, maxJsonKeys } = deps.config.server;
+  const bodies = new BodyReader({ maxBytes: maxBodyBytes, maxKeys: maxJsonKeys }, GATEWAY_BODY_ERRORS);
   const refuse = refuser(deps);
   const salter = tenantSalter({
     isolation: deps.config.server.tenantIsolation,
