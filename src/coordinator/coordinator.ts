@@ -58,6 +58,7 @@ export async function startCoordinator(
     circuitStates: () =>
       source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),
     queuedRequests: () => scheduling.admission.queued,
+    inflightBodyBytes: () => scheduling.admission.inflightBodyBytes,
   });
   let boundUrl = '';
   const dispatcher = new Dispatcher({

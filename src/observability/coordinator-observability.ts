@@ -18,6 +18,8 @@ export interface ObservabilityProviders {
   circuitStates?: CircuitStateProvider;
   /** Requests waiting for admission. */
   queuedRequests?: () => number;
+  /** Request-body bytes admission counts now. */
+  inflightBodyBytes?: () => number;
 }
 
 /** The fleet as observability reads it (the coordinator's `InstanceSource` fits). */
@@ -55,7 +57,12 @@ export async function createCoordinatorObservability(
   const instances = instanceViews(source);
   const observability = Observability.create(
     log,
-    { instances, circuitStates: providers.circuitStates, queuedRequests: providers.queuedRequests },
+    {
+      instances,
+      circuitStates: providers.circuitStates,
+      queuedRequests: providers.queuedRequests,
+      inflightBodyBytes: providers.inflightBodyBytes,
+    },
     { tracing, recentRequests: cfg.recentRequests, accessLog: cfg.accessLog },
   );
   const routes = createObservabilityRoutes(

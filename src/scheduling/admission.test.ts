@@ -246,6 +246,7 @@ describe('AdmissionController body budget (maxInflightBodyBytes)', () => {
     ticket(await a.acquire({ bodyBytes: 40 }));
     expect(await a.acquire({ bodyBytes })).toMatchObject({ admitted: false, reason, status: 503 });
     expect(a.rejections[reason as 'body_budget' | 'queue_full']).toBe(1);
+    expect(a.tryAcquire({ bodyBytes })).toMatchObject({ message: expect.stringMatching(/\bbytes\b/) });
     expect(a.inflightBodyBytes).toBe(40);
   });
 

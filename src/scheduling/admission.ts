@@ -207,7 +207,9 @@ export class AdmissionController {
     if (this.queued >= this.maxQueue)
       return this.reject(
         'queue_full',
-        `server overloaded: ${this.running} requests running with ${this.bodyBytes} body bytes, queue full`,
+        this.running < this.maxConcurrent
+          ? `server overloaded: request bodies in flight use ${this.bodyBytes} of ${this.maxBodyBytes} bytes, queue full`
+          : `server overloaded: ${this.running} requests running, queue full`,
       );
     return new Promise<AdmissionResult>((resolve) => {
       const now = this.clock.now();
