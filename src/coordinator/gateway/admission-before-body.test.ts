@@ -240,6 +240,22 @@ describe('admission before the body is read (server.maxInflightBodyBytes)', { ti
   });
 });
 
+describe('server body limits config', () => {
+  it.each<[Record<string, unknown>, RegExp | null]>([
+    [{}, null],
+    [
+      { maxBodyBytes: 8 * MiB, maxInflightBodyBytes: 4 * MiB },
+      /server\.maxInflightBodyBytes.*at least maxBodyBytes/,
+    ],
+    [{ maxJsonKeys: 0 }, /server\.maxJsonKeys/],
+  ])('%j', (server, problem) => {
+    const validate = () => validateCoordinatorConfig({ server }, {});
+    if (problem === null)
+      expect(validate().server).toMatchObject({ maxJsonKeys: 32_768, maxInflightBodyBytes: 128 * MiB });
+    else expect(validate).toThrow(problem);
+  });
+});
+
 describe(
   'a flood of unauthenticated multi-MiB metaserver calls (issue 15 finding 2)',
   { timeout: 60_000 },
