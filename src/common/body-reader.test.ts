@@ -1,40 +1,11 @@
 import { PassThrough } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { BodyReader, ClientGoneError, MAX_JSON_DEPTH, nestedDeeperThan } from './body-reader.js';
+import { BodyReader, ClientGoneError, type BodyAllowance } from './body-reader.js';
 import { frameErrors } from './frame-errors.js';
 import { HttpError } from './http-error.js';
 
 const nested = (levels: number): unknown => JSON.parse('['.repeat(levels) + ']'.repeat(levels));
-
-describe('nestedDeeperThan', () => {
-  it.each<[string, unknown, number, boolean]>([
-    ['a scalar', 1, 0, false],
-    ['null', null, 0, false],
-    ['{} at limit 0', {}, 0, true],
-    ['{} at limit 1', {}, 1, false],
-    ['{"a":{}} at limit 1', { a: {} }, 1, true],
-    ['{"a":[1,2]} at limit 2', { a: [1, 2] }, 2, false],
-    [
-      'a wide flat object',
-      Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i])),
-      1,
-      false,
-    ],
-    ['512 levels at the default limit', nested(512), MAX_JSON_DEPTH, false],
-    ['513 levels at the default limit', nested(513), MAX_JSON_DEPTH, true],
-    ['deep on a late branch', { a: 1, b: [{ c: { d: {} } }] }, 3, true],
-  ])('%s → %s', (_name, value, limit, expected) => {
-    expect(nestedDeeperThan(value, limit)).toBe(expected);
-  });
-
-  it('walks 100k levels without recursing', () => {
-    let deep: unknown = 1;
-    for (let i = 0; i < 100_000; i++) deep = [deep];
-    expect(nestedDeeperThan(deep, MAX_JSON_DEPTH)).toBe(true);
-    expect(nestedDeeperThan(deep, Number.MAX_SAFE_INTEGER)).toBe(false);
-  });
-});
 
 /** A request stream carrying `body` in one chunk (`content-length` only when `declared`). */
 function request(body: string, declared?: number): IncomingMessage {
@@ -47,9 +18,13 @@ function request(body: string, declared?: number): IncomingMessage {
 }
 
 /** What `json` does with a body: the value, or `<status> <code> <message>` of the error thrown. */
-async function outcome(reader: BodyReader, req: IncomingMessage): Promise<unknown> {
+async function outcome(
+  reader: BodyReader,
+  req: IncomingMessage,
+  allowance?: BodyAllowance,
+): Promise<unknown> {
   try {
-    return await reader.json(req);
+    return await reader.json(req, allowance);
   } catch (err) {
     if (!(err instanceof HttpError)) throw err;
     return `${err.status} ${err.code} ${err.message}`;
@@ -57,7 +32,7 @@ async function outcome(reader: BodyReader, req: IncomingMessage): Promise<unknow
 }
 
 describe('BodyReader.json', () => {
-  const reader = new BodyReader({ maxBytes: 64, maxDepth: 3 });
+  const reader = new BodyReader({ maxBytes: 64, maxDepth: 3, maxKeys: 2 });
   it.each<[string, string, number | undefined, unknown]>([
     ['an object', '{"a":1}', undefined, { a: 1 }],
     ['an array', '[1,2]', undefined, [1, 2]],
@@ -78,6 +53,14 @@ describe('BodyReader.json', () => {
       undefined,
       '400 invalid_request request body is nested deeper than 3 levels',
     ],
+    ['at the key limit', '{"a":{"b":1}}', undefined, { a: { b: 1 } }],
+    [
+      'over the key limit',
+      '[{"a":1},{"b":2},{"c":3}]',
+      undefined,
+      '413 body_too_large request body has more than 2 JSON keys',
+    ],
+    ['colons in strings are no keys', '{"a:b":"c:d:e"}', undefined, { 'a:b': 'c:d:e' }],
   ])('%s', async (_name, body, declared, expected) => {
     expect(await outcome(reader, request(body, declared))).toEqual(expected);
   });
@@ -93,6 +76,26 @@ describe('BodyReader.json', () => {
   it('maxDepth Infinity skips the depth check', async () => {
     const reader = new BodyReader({ maxBytes: 1e6, maxDepth: Infinity });
     expect(await reader.json(request(JSON.stringify(nested(600))))).toEqual(nested(600));
+  });
+
+  it('counts a body without a declared length against the allowance, chunk by chunk', async () => {
+    const counted: number[] = [];
+    const allowance = (room: number) => ({
+      grow: (bytes: number) => (counted.push(bytes), (room -= bytes) >= 0),
+    });
+    const stream = new PassThrough();
+    const req = Object.assign(stream, { headers: {} }) as unknown as IncomingMessage;
+    const read = outcome(reader, req, allowance(10));
+    stream.write('[1,2,3,');
+    stream.end('4,5,6]');
+    expect(await read).toBe(
+      '503 overloaded server overloaded: request bodies in flight use the whole body budget',
+    );
+    expect(counted).toEqual([7, 6]);
+    // a declared length was counted at admission: not again
+    counted.length = 0;
+    expect(await outcome(reader, request('[1]', 3), allowance(0))).toEqual([1]);
+    expect(counted).toEqual([]);
   });
 
   it('a client that goes away mid-body is a ClientGoneError', async () => {

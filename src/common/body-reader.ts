@@ -1,41 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import { DEFAULT_FRAME_ERRORS, type FrameErrors } from './frame-errors.js';
+import type { ThrowableHttpError } from './http-error.js';
 import { parseJson } from './http.js';
+import { checkJsonShape } from './json-shape.js';
 
 /** Deepest JSON nesting a body may have by default (OpenAI bodies, tool schemas included, stay far below). */
 export const MAX_JSON_DEPTH = 512;
-
-/**
- * True when `value` nests arrays/objects deeper than `limit` (the top level is depth 0). Iterative,
- * so hostile input cannot overflow the stack, and without a per-node allocation.
- */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const nodes: object[] = [value];
-  const depths: number[] = [0];
-  while (nodes.length > 0) {
-    const node = nodes.pop()!;
-    const depth = depths.pop()!;
-    if (depth >= limit) return true;
-    if (Array.isArray(node)) {
-      for (const child of node as unknown[]) {
-        if (typeof child === 'object' && child !== null) {
-          nodes.push(child);
-          depths.push(depth + 1);
-        }
-      }
-    } else {
-      for (const key in node) {
-        const child = (node as Record<string, unknown>)[key];
-        if (typeof child === 'object' && child !== null) {
-          nodes.push(child);
-          depths.push(depth + 1);
-        }
-      }
-    }
-  }
-  return false;
-}
 
 /** The client went away while sending its body: nothing to answer; the frame destroys the response. */
 export class ClientGoneError extends Error {
@@ -49,6 +19,17 @@ export interface BodyLimits {
   maxBytes: number;
   /** Deepest JSON nesting accepted by `parseJson` / `json`; default `MAX_JSON_DEPTH`, `Infinity` to skip. */
   maxDepth?: number;
+  /** Most object keys accepted by `parseJson` / `json` (checked before parsing); default `Infinity`. */
+  maxKeys?: number;
+}
+
+/**
+ * Counts the bytes of a body whose length was not declared (chunked) as they arrive; `false`
+ * refuses the rest (admission's body budget, scheduling/admission.ts). A declared length is counted
+ * before the read starts, and Node never delivers more than it.
+ */
+export interface BodyAllowance {
+  grow(bytes: number): boolean;
 }
 
 /**
@@ -59,6 +40,7 @@ export interface BodyLimits {
 export class BodyReader {
   readonly maxBytes: number;
   readonly maxDepth: number;
+  readonly maxKeys: number;
 
   constructor(
     limits: BodyLimits,
@@ -66,32 +48,45 @@ export class BodyReader {
   ) {
     this.maxBytes = limits.maxBytes;
     this.maxDepth = limits.maxDepth ?? MAX_JSON_DEPTH;
+    this.maxKeys = limits.maxKeys ?? Infinity;
   }
 
-  /** The whole body as bytes. */
-  async raw(req: IncomingMessage): Promise<Buffer> {
+  /** The 413 for a declared length over `maxBytes` (checked before admission counts it), else null. */
+  declaredTooLarge(req: IncomingMessage): ThrowableHttpError | null {
+    const declared = declaredBodyBytes(req);
+    return declared !== null && declared > this.maxBytes ? this.errors.bodyTooLarge(this.maxBytes) : null;
+  }
+
+  /** The whole body as bytes; an undeclared length is counted chunk by chunk against `allowance`. */
+  async raw(req: IncomingMessage, allowance?: BodyAllowance): Promise<Buffer> {
     try {
-      return await readBody(req, this.maxBytes);
+      return await readBody(req, this.maxBytes, allowance);
     } catch (err) {
       if (err instanceof BodyTooLargeError) throw this.errors.bodyTooLarge(this.maxBytes);
+      if (err instanceof OverAllowanceError) throw this.errors.overBodyBudget();
       throw new ClientGoneError(err);
     }
   }
 
-  /** Parses bytes already read; refuses invalid JSON and bodies nested deeper than `maxDepth`. */
+  /**
+   * Parses bytes already read; refuses invalid JSON, and, before parsing (one byte scan), bodies
+   * nested deeper than `maxDepth` (re-serialising one overflows the stack) or with more than
+   * `maxKeys` keys (parsing and walking them blocks the event loop for seconds).
+   */
   parseJson(raw: Buffer): unknown {
+    if (this.maxDepth !== Infinity || this.maxKeys !== Infinity) {
+      const shape = checkJsonShape(raw, this);
+      if (shape === 'too_deep') throw this.errors.tooDeep(this.maxDepth);
+      if (shape === 'too_many_keys') throw this.errors.tooManyKeys(this.maxKeys);
+    }
     const parsed = parseJson(raw);
     if (!parsed.ok) throw this.errors.invalidJson(parsed.message);
-    if (this.maxDepth !== Infinity && nestedDeeperThan(parsed.value, this.maxDepth)) {
-      // JSON.parse accepts any depth, but re-serialising a very deep body overflows the stack.
-      throw this.errors.tooDeep(this.maxDepth);
-    }
     return parsed.value;
   }
 
   /** The whole body, parsed as JSON (an empty body is invalid JSON). */
-  async json(req: IncomingMessage): Promise<unknown> {
-    return this.parseJson(await this.raw(req));
+  async json(req: IncomingMessage, allowance?: BodyAllowance): Promise<unknown> {
+    return this.parseJson(await this.raw(req, allowance));
   }
 }
 
@@ -101,22 +96,40 @@ class BodyTooLargeError extends Error {
   }
 }
 
-/** Reads a whole request body, refusing (and draining nothing more) past `limitBytes`. */
-function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+class OverAllowanceError extends Error {}
+
+/** The length a request declares (`content-length`), or null (chunked, or none). */
+export function declaredBodyBytes(req: IncomingMessage): number | null {
+  const declared = Number(req.headers['content-length']);
+  return req.headers['content-length'] !== undefined && Number.isFinite(declared) ? declared : null;
+}
+
+/**
+ * Reads a whole request body, refusing (and draining nothing more) past `limitBytes`, or when
+ * `allowance` refuses a chunk of a body without a declared length.
+ */
+function readBody(req: IncomingMessage, limitBytes: number, allowance?: BodyAllowance): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limitBytes) {
+    const declared = declaredBodyBytes(req);
+    if (declared !== null && declared > limitBytes) {
       reject(new BodyTooLargeError(limitBytes));
       return;
     }
+    const counted = declared === null ? allowance : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size > limitBytes) {
+      const refusal =
+        size > limitBytes
+          ? new BodyTooLargeError(limitBytes)
+          : counted !== undefined && !counted.grow(chunk.length)
+            ? new OverAllowanceError()
+            : null;
+      if (refusal !== null) {
         req.off('data', onData);
         req.pause();
-        reject(new BodyTooLargeError(limitBytes));
+        reject(refusal);
         return;
       }
       chunks.push(chunk);

@@ -14,6 +14,10 @@ export interface FrameErrors {
   /** `message` is the parser's, prefixed: `invalid JSON body: …`. */
   invalidJson(message: string): ThrowableHttpError;
   tooDeep(maxDepth: number): ThrowableHttpError;
+  /** More JSON keys than the server parses (found before parsing). */
+  tooManyKeys(maxKeys: number): ThrowableHttpError;
+  /** A body without a declared length outgrew what the server's body budget had left. */
+  overBodyBudget(): ThrowableHttpError;
   /** Anything unexpected a handler threw (logged by the frame). */
   internal(): ThrowableHttpError;
 }
@@ -37,6 +41,15 @@ export const DEFAULT_FRAME_ERRORS: FrameErrors = Object.freeze({
   invalidJson: (message: string) => new HttpError(400, message, { code: 'invalid_request' }),
   tooDeep: (maxDepth: number) =>
     new HttpError(400, `request body is nested deeper than ${maxDepth} levels`, { code: 'invalid_request' }),
+  tooManyKeys: (maxKeys: number) =>
+    new HttpError(413, `request body has more than ${maxKeys} JSON keys`, {
+      code: 'body_too_large',
+    }),
+  overBodyBudget: () =>
+    new HttpError(503, 'server overloaded: request bodies in flight use the whole body budget', {
+      code: 'overloaded',
+      headers: { connection: 'close', 'retry-after': '1' },
+    }),
   internal: () => new HttpError(500, 'internal error', { code: 'internal' }),
 });
 

@@ -6,6 +6,11 @@ import { DEFAULT_SERVER_LIMITS as D, serverLimitsProblem } from '../common/serve
 /** `off`, `api-key` or `header:<HTTP header name>` (see coordinator/gateway/tenant-salt.ts). */
 const TENANT_ISOLATION = /^(off|api-key|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+)$/;
 
+/** OpenAI's own bounds (2,048 messages, 128 tools) with room: parsing this many keys takes milliseconds. */
+export const DEFAULT_MAX_JSON_KEYS = 32_768;
+/** 32 bodies of the default 4 MiB limit, or about a thousand ordinary ones. */
+export const DEFAULT_MAX_INFLIGHT_BODY_BYTES = 128 * 1024 * 1024;
+
 const limitMs = (def: number, what: string) => z.int().min(0).default(def).describe(`${what} (ms, 0 = none)`);
 
 export const serverSectionSchema = z
@@ -17,6 +22,26 @@ export const serverSectionSchema = z
       .min(1)
       .default(4 * 1024 * 1024)
       .describe('largest accepted request body (bytes); larger → 413'),
+    maxJsonKeys: z
+      .int()
+      .min(1)
+      .default(DEFAULT_MAX_JSON_KEYS)
+      .describe(
+        'most object keys in a request body, counted by a byte scan before the body is parsed; more → 413 ' +
+          '(parsing and walking hundreds of thousands of keys blocks the event loop for seconds). The default ' +
+          'covers 2,048 messages of 8 keys each plus 128 tool schemas',
+      ),
+    maxInflightBodyBytes: z
+      .int()
+      .min(1)
+      .default(DEFAULT_MAX_INFLIGHT_BODY_BYTES)
+      .describe(
+        'request-body bytes admitted at once, counted by admission before a body is read (its ' +
+          '`content-length`; a chunked body as it arrives) until its request ends, valid metaserver calls ' +
+          'included; a request that does not fit waits in the admission queue (`scheduling.admission`), a ' +
+          'chunked body that outgrows it → 503. At least `maxBodyBytes`; each body byte costs about 5 bytes ' +
+          'of memory while its request runs',
+      ),
     apiKeys: z
       .array(z.string().min(1))
       .default([])
@@ -81,6 +106,12 @@ export const serverSectionSchema = z
   .superRefine((server, ctx) => {
     const problem = serverLimitsProblem(server);
     if (problem !== null) ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: problem });
+    if (server.maxInflightBodyBytes < server.maxBodyBytes)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maxInflightBodyBytes'],
+        message: `must be at least maxBodyBytes (${server.maxBodyBytes})`,
+      });
     if (server.tenantIsolation === 'api-key' && server.apiKeys.length === 0)
       ctx.addIssue({ code: 'custom', path: ['tenantIsolation'], message: "'api-key' needs server.apiKeys" });
   })

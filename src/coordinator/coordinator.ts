@@ -77,7 +77,13 @@ export async function createCoordinatorApp(
   const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
   const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
   const scheduling =
-    overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
+    overrides.scheduling ??
+    new SchedulingAdapter(config.scheduling, {
+      source,
+      upstreams,
+      log,
+      maxInflightBodyBytes: config.server.maxInflightBodyBytes,
+    });
   const triggers = new TakeOnceStore<PendingTrigger>();
   let obs;
   try {
@@ -89,6 +95,7 @@ export async function createCoordinatorApp(
         circuitStates: () =>
           source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),
         queuedRequests: () => scheduling.admission.queued,
+        inflightBodyBytes: () => scheduling.admission.inflightBodyBytes,
       },
       overrides.observability,
     );

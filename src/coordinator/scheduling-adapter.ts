@@ -131,7 +131,13 @@ export class SchedulingAdapter {
 
   constructor(
     readonly config: CoordinatorSchedulingConfig,
-    private readonly deps: { source: InstanceSource; upstreams: Upstreams; log: Logger },
+    private readonly deps: {
+      source: InstanceSource;
+      upstreams: Upstreams;
+      log: Logger;
+      /** Admission's request-body byte budget (`server.maxInflightBodyBytes`; default none). */
+      maxInflightBodyBytes?: number;
+    },
   ) {
     const { log } = deps;
     this.scheduler = new Scheduler(config.library, {
@@ -141,7 +147,10 @@ export class SchedulingAdapter {
         log.warn({ instance, why }, 'engine metrics missing or stale; scoring without them'),
     });
     this.explainer = routeExplainer(this.scheduler, (instance) => this.view(instance));
-    this.admission = new AdmissionController(this.scheduler.config.admission);
+    this.admission = new AdmissionController({
+      ...this.scheduler.config.admission,
+      maxInflightBodyBytes: deps.maxInflightBodyBytes,
+    });
     this.scraper = config.scrape.enabled
       ? new EngineMetricsScraper({
           source: deps.source,

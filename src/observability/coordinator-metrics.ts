@@ -22,6 +22,8 @@ export interface MetricsSources {
   circuitStates?: CircuitStateProvider;
   /** Requests waiting for admission (none until admission control exists). */
   queuedRequests?: () => number;
+  /** Request-body bytes admission counts now (`server.maxInflightBodyBytes`). */
+  inflightBodyBytes?: () => number;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -179,6 +181,14 @@ export class CoordinatorMetrics {
       registers,
       collect() {
         this.set(sources.queuedRequests?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'motor_request_body_bytes_in_flight',
+      help: 'Request-body bytes admitted and not yet released (budget: server.maxInflightBodyBytes)',
+      registers,
+      collect() {
+        this.set(sources.inflightBodyBytes?.() ?? 0);
       },
     });
     new Gauge({

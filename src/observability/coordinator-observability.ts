@@ -20,6 +20,8 @@ export interface ObservabilityProviders {
   circuitStates?: CircuitStateProvider;
   /** Requests waiting for admission. */
   queuedRequests?: () => number;
+  /** Request-body bytes admission counts now. */
+  inflightBodyBytes?: () => number;
 }
 
 /** What an embedding application brings instead of Motor's own (docs/library.md). */
@@ -67,7 +69,12 @@ export async function createCoordinatorObservability(
   const instances = instanceViews(source);
   const observability = Observability.create(
     log,
-    { instances, circuitStates: providers.circuitStates, queuedRequests: providers.queuedRequests },
+    {
+      instances,
+      circuitStates: providers.circuitStates,
+      queuedRequests: providers.queuedRequests,
+      inflightBodyBytes: providers.inflightBodyBytes,
+    },
     {
       tracing,
       recentRequests: cfg.recentRequests,

@@ -97,6 +97,7 @@ describe('Observability (in process)', () => {
         ],
         circuitStates: () => [{ instanceId: 'D', state: 'open' }],
         queuedRequests: () => 3,
+        inflightBodyBytes: () => 4096,
       },
       { defaultMetrics: false, accessLog: false },
     );
@@ -143,6 +144,7 @@ describe('Observability (in process)', () => {
     expect(text).toContain('motor_inter_token_latency_seconds_count{plan="handoff"} 1');
     expect(text).toContain('motor_stream_frames_total 3');
     expect(text).toContain('motor_requests_queued 3');
+    expect(text).toContain('motor_request_body_bytes_in_flight 4096');
     expect(text).toContain('motor_instance_in_flight{instance="P",role="prefill"} 2');
     expect(text).toContain('motor_instance_routable{instance="D",role="decode"} 0');
     expect(text).toContain('motor_instance_circuit_state{instance="D",state="open"} 1');

@@ -212,3 +212,67 @@ describe('TokenBucketLimiter', () => {
     expect(l.take('b').allowed).toBe(true); // evicted → fresh bucket
   });
 });
+
+describe('AdmissionController body budget (maxInflightBodyBytes)', () => {
+  const budget = (maxQueue = 4) =>
+    new AdmissionController({
+      maxConcurrent: 10,
+      maxQueue,
+      maxInflightBodyBytes: 100,
+      clock: new ManualClock(),
+    });
+
+  it('counts declared bodies; one that does not fit waits FIFO for the bytes, not for a slot', async () => {
+    const a = budget();
+    const t1 = ticket(await a.acquire({ bodyBytes: 60 }));
+    ticket(await a.acquire({ bodyBytes: 40 }));
+    expect(a.inflightBodyBytes).toBe(100);
+    const w1 = track(a.acquire({ bodyBytes: 50 }));
+    const w2 = track(a.acquire({ bodyBytes: 0 })); // behind w1: FIFO, even though it fits
+    await settle();
+    expect([w1.result, w2.result, a.queued]).toEqual([undefined, undefined, 2]);
+    t1.release();
+    await settle();
+    expect(ticket(w1.result).admitted).toBe(true);
+    expect(ticket(w2.result).admitted).toBe(true);
+    expect(a.inflightBodyBytes).toBe(90);
+  });
+
+  it.each<[string, number, string]>([
+    ['declared larger than the whole budget', 101, 'body_budget'],
+    ['no room and no queue', 70, 'queue_full'],
+  ])('%s → 503 %s at once', async (_name, bodyBytes, reason) => {
+    const a = budget(0);
+    ticket(await a.acquire({ bodyBytes: 40 }));
+    expect(await a.acquire({ bodyBytes })).toMatchObject({ admitted: false, reason, status: 503 });
+    expect(a.rejections[reason as 'body_budget' | 'queue_full']).toBe(1);
+    expect(a.tryAcquire({ bodyBytes })).toMatchObject({ message: expect.stringMatching(/\bbytes\b/) });
+    expect(a.inflightBodyBytes).toBe(40);
+  });
+
+  it('grows a chunked body while it fits, refuses the chunk that does not, frees all on release', async () => {
+    const a = budget();
+    const t = ticket(await a.acquire());
+    expect([t.grow(60), t.grow(40), t.grow(1)]).toEqual([true, true, false]);
+    expect(a.inflightBodyBytes).toBe(100);
+    expect(a.rejections.body_budget).toBe(1);
+    t.release();
+    expect(a.inflightBodyBytes).toBe(0);
+    expect(t.grow(1)).toBe(false); // after release nothing more is counted
+  });
+
+  it('charge() counts an admitted request’s extra body without refusing it; later requests wait for it', async () => {
+    const a = budget();
+    const charge = a.charge(80);
+    expect(charge.grow(40)).toBe(true); // over the budget: counted anyway
+    expect(a.inflightBodyBytes).toBe(120);
+    const w = track(a.acquire({ bodyBytes: 10 }));
+    await settle();
+    expect(w.result).toBeUndefined();
+    charge.release();
+    charge.release(); // idempotent
+    await settle();
+    expect(ticket(w.result).admitted).toBe(true);
+    expect(a.inflightBodyBytes).toBe(10);
+  });
+});

@@ -11,6 +11,12 @@ export interface AdmissionOptions {
   readonly queueTimeoutMs?: number;
   /** Retry-After suggested for overload rejections (default 1 s). */
   readonly retryAfterSeconds?: number;
+  /**
+   * Request-body bytes admitted at once (default `Infinity`): a request's declared body, and an
+   * undeclared (chunked) one as it arrives, are counted until the request ends; one that does not fit
+   * waits in the queue like one without a slot.
+   */
+  readonly maxInflightBodyBytes?: number;
   /** Optional per-API-key token bucket (requests per second). */
   readonly rateLimit?: { readonly ratePerSecond: number; readonly burst?: number; readonly maxKeys?: number };
   readonly clock?: Clock;
@@ -23,6 +29,11 @@ export type AdmissionRejectionReason =
   | 'queue_full'
   /** Waited `queueTimeoutMs` without a slot → 503. */
   | 'queue_timeout'
+  /**
+   * The request's body cannot fit the body budget: declared larger than all of it, or a chunked body
+   * that outgrew what is left (`AdmissionTicket.grow`) → 503.
+   */
+  | 'body_budget'
   /** The caller's signal aborted while queued (client gone; nothing to render). */
   | 'aborted'
   /** The controller was closed (shutdown) → 503. */
@@ -45,6 +56,8 @@ export interface AdmissionRequest {
    * queue (most are admitted at once, and a signal per request is not free).
    */
   signal?: AbortSignal | (() => AbortSignal);
+  /** The body's declared length, counted against `maxInflightBodyBytes` from admission on (default 0). */
+  bodyBytes?: number;
 }
 
 /** A granted slot; call `release()` exactly when the request is finished (idempotent). */
@@ -52,13 +65,25 @@ export interface AdmissionTicket {
   readonly admitted: true;
   /** Time spent queued. */
   readonly queuedMs: number;
+  /**
+   * Counts `bytes` more of this request's body (a chunked body, as it arrives); false, counting
+   * nothing, when the budget has no room for them (a `body_budget` rejection: refuse the request).
+   */
+  grow(bytes: number): boolean;
   release(): void;
 }
 
 export type AdmissionResult = AdmissionTicket | AdmissionRejection;
 
+/** Body bytes counted outside a ticket ({@link AdmissionController.charge}); `grow` always counts. */
+export interface BodyCharge {
+  grow(bytes: number): boolean;
+  release(): void;
+}
+
 interface Waiter {
   readonly enqueuedMs: number;
+  readonly bodyBytes: number;
   readonly deadlineMs: number;
   readonly resolve: (result: AdmissionResult) => void;
   readonly signal: AbortSignal | undefined;
@@ -67,8 +92,8 @@ interface Waiter {
 }
 
 /**
- * Per-coordinator admission: a concurrency limit with a bounded FIFO queue and queue timeout, plus an
- * optional per-API-key token bucket. At most one timer exists at a time (for the head of the queue),
+ * Per-coordinator admission: a concurrency limit and a request-body byte budget with a bounded FIFO
+ * queue and queue timeout, plus an optional per-API-key token bucket. At most one timer exists at a time (for the head of the queue),
  * and none while the queue is empty.
  */
 export class AdmissionController {
@@ -76,12 +101,14 @@ export class AdmissionController {
   private readonly maxQueue: number;
   private readonly queueTimeoutMs: number;
   private readonly retryAfterSeconds: number;
+  private readonly maxBodyBytes: number;
   private readonly clock: Clock;
   private readonly limiter: TokenBucketLimiter | undefined;
   private readonly queue: Waiter[] = [];
   private queueHead = 0;
   private running = 0;
   private waiting = 0;
+  private bodyBytes = 0;
   private timer: TimerHandle | undefined;
   private timerDueMs = Infinity;
   private closed = false;
@@ -90,6 +117,7 @@ export class AdmissionController {
     rate_limited: 0,
     queue_full: 0,
     queue_timeout: 0,
+    body_budget: 0,
     aborted: 0,
     closed: 0,
   };
@@ -100,6 +128,8 @@ export class AdmissionController {
     this.maxQueue = Math.max(0, Math.floor(options.maxQueue ?? 0));
     this.queueTimeoutMs = options.queueTimeoutMs ?? 30_000;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+    this.maxBodyBytes = options.maxInflightBodyBytes ?? Infinity;
+    if (!(this.maxBodyBytes >= 1)) throw new RangeError('maxInflightBodyBytes must be >= 1');
     this.clock = options.clock ?? systemClock;
     this.limiter = options.rateLimit
       ? new TokenBucketLimiter({ ...options.rateLimit, clock: this.clock })
@@ -112,6 +142,37 @@ export class AdmissionController {
 
   get queued(): number {
     return this.waiting;
+  }
+
+  /** Request-body bytes counted now (admitted requests' bodies and `charge`s). */
+  get inflightBodyBytes(): number {
+    return this.bodyBytes;
+  }
+
+  /**
+   * Counts the bytes of a body read for work already admitted (a direct-trigger metaserver call of an
+   * admitted request), `bytes` now and what `grow` adds, until `release`: never refused (refusing
+   * would fail an admitted request), but requests admitted after it wait for the room it takes.
+   */
+  charge(bytes: number): BodyCharge {
+    let counted = 0;
+    let released = false;
+    const charge: BodyCharge = {
+      grow: (more) => {
+        if (released) return false;
+        this.bodyBytes += more;
+        counted += more;
+        return true;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.bodyBytes -= counted;
+        this.drain();
+      },
+    };
+    charge.grow(bytes);
+    return charge;
   }
 
   /**
@@ -136,14 +197,26 @@ export class AdmissionController {
           Math.ceil(taken.retryAfterMs / 1000),
         );
     }
-    if (this.running < this.maxConcurrent && this.queued === 0) return this.grant(0);
+    const bodyBytes = options.bodyBytes ?? 0;
+    if (bodyBytes > this.maxBodyBytes)
+      return this.reject(
+        'body_budget',
+        `request body of ${bodyBytes} bytes exceeds the whole in-flight body budget (${this.maxBodyBytes})`,
+      );
+    if (this.queued === 0 && this.fits(bodyBytes)) return this.grant(0, bodyBytes);
     if (this.queued >= this.maxQueue)
-      return this.reject('queue_full', `server overloaded: ${this.running} requests running, queue full`);
+      return this.reject(
+        'queue_full',
+        this.running < this.maxConcurrent
+          ? `server overloaded: request bodies in flight use ${this.bodyBytes} of ${this.maxBodyBytes} bytes, queue full`
+          : `server overloaded: ${this.running} requests running, queue full`,
+      );
     return new Promise<AdmissionResult>((resolve) => {
       const now = this.clock.now();
       const signal = typeof options.signal === 'function' ? options.signal() : options.signal;
       const waiter: Waiter = {
         enqueuedMs: now,
+        bodyBytes,
         deadlineMs: now + this.queueTimeoutMs,
         resolve,
         signal,
@@ -171,16 +244,34 @@ export class AdmissionController {
     this.disarmTimer();
   }
 
-  private grant(queuedMs: number): AdmissionTicket {
+  /** A slot is free and `bodyBytes` more fit the body budget. */
+  private fits(bodyBytes: number): boolean {
+    return this.running < this.maxConcurrent && this.bodyBytes + bodyBytes <= this.maxBodyBytes;
+  }
+
+  private grant(queuedMs: number, bodyBytes: number): AdmissionTicket {
     this.running += 1;
+    this.bodyBytes += bodyBytes;
+    let counted = bodyBytes;
     let released = false;
     return {
       admitted: true,
       queuedMs,
+      grow: (bytes) => {
+        if (released) return false;
+        if (this.bodyBytes + bytes > this.maxBodyBytes) {
+          this.rejections.body_budget += 1;
+          return false;
+        }
+        this.bodyBytes += bytes;
+        counted += bytes;
+        return true;
+      },
       release: () => {
         if (released) return;
         released = true;
         this.running -= 1;
+        this.bodyBytes -= counted;
         this.drain();
       },
     };
@@ -212,9 +303,9 @@ export class AdmissionController {
   /** Hands free slots to queued waiters in FIFO order. */
   private drain(): void {
     this.compact();
-    while (this.running < this.maxConcurrent && this.queued > 0) {
+    while (this.queued > 0 && this.fits(this.queue[this.queueHead]!.bodyBytes)) {
       const waiter = this.queue[this.queueHead++]!;
-      this.settle(waiter, this.grant(this.clock.now() - waiter.enqueuedMs));
+      this.settle(waiter, this.grant(this.clock.now() - waiter.enqueuedMs, waiter.bodyBytes));
       this.compact();
     }
     this.armTimer();

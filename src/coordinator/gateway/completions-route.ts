@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BodyReader } from '../../common/body-reader.js';
+import { declaredBodyBytes, type BodyReader } from '../../common/body-reader.js';
 import { bearerToken } from '../../common/http.js';
 import { RequestCancellation } from '../dispatch/request-cancellation.js';
 import { MotorError } from '../../common/motor-error.js';
 import { HOP_HEADER, hopRefusal } from '../hop-header.js';
 import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
 import type { GatewayDeps } from './gateway.js';
-import { readJsonBody } from './json-body.js';
+import { bodyRefusal, readJsonBody } from './json-body.js';
 import { applyCacheSalt, type TenantSalter } from './tenant-salt.js';
 import { renderError } from '../../common/http-error.js';
 import { validateClientRequest, type ApiKind } from './request-validation.js';
@@ -28,8 +28,10 @@ export function refuser(deps: Pick<GatewayDeps, 'observer'>): Refuse {
 }
 
 /**
- * `POST /v1/chat/completions` and `/v1/completions`: auth, body, validation, admission, then the
- * dispatcher. The request's one cancellation is made here, before admission.
+ * `POST /v1/chat/completions` and `/v1/completions`: auth, admission (a slot and the body's bytes),
+ * body read, parse (bounded in bytes, keys and depth), validation, then the dispatcher. Nothing is
+ * buffered or parsed for a request admission refuses. The request's one cancellation is made here,
+ * before admission.
  */
 export function completionsRoute(
   deps: GatewayDeps,
@@ -43,34 +45,46 @@ export function completionsRoute(
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = bearerToken(req);
     if (!apiKeys.allows(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
-    const body = await readJsonBody(bodies, req);
-    if ('error' in body) return refuse(res, path, body.error, body.headers);
-    let client;
-    try {
-      client = validateClientRequest(kind, body.value);
-    } catch (err) {
-      if (err instanceof MotorError) return refuse(res, path, err);
-      throw err;
+    // Admission before the body is read: a declared length is counted against the body budget (a
+    // chunked body as it arrives), so bodies wait in the queue, not in memory. 429 (rate limit) / 503
+    // (full) with Retry-After. The request's one cancellation covers the wait in the queue too (a
+    // signal is made only if it queues).
+    const oversize = bodies.declaredTooLarge(req);
+    if (oversize !== null) {
+      const { error, headers } = bodyRefusal(oversize);
+      return refuse(res, path, error, headers);
     }
-    applyCacheSalt(client.body, salter(req, apiKey));
-    // Admission before scheduling: 429 (rate limit) / 503 (full) with Retry-After. The request's one
-    // cancellation covers the wait in the queue too (a signal is made only if it queues).
     const cancellation = new RequestCancellation(res);
-    const admitted = deps.scheduling.admission.tryAcquire({ apiKey, signal: () => cancellation.signal() });
+    const admitted = deps.scheduling.admission.tryAcquire({
+      apiKey,
+      signal: () => cancellation.signal(),
+      bodyBytes: declaredBodyBytes(req) ?? 0,
+    });
     const ticket = admitted instanceof Promise ? await admitted : admitted;
     if (!ticket.admitted) {
       if (ticket.reason === 'aborted') {
         deps.observer?.rejected?.(path, 499, 'client_disconnect');
         return void res.destroy();
       }
+      // the body is left unread: the connection cannot be reused
       return refuse(
         res,
         path,
         new MotorError(ticket.status === 429 ? 'rate_limited' : 'overloaded', ticket.message),
-        { 'retry-after': String(ticket.retryAfterSeconds) },
+        { 'retry-after': String(ticket.retryAfterSeconds), connection: 'close' },
       );
     }
     try {
+      const body = await readJsonBody(bodies, req, ticket);
+      if ('error' in body) return refuse(res, path, body.error, body.headers);
+      let client;
+      try {
+        client = validateClientRequest(kind, body.value);
+      } catch (err) {
+        if (err instanceof MotorError) return refuse(res, path, err);
+        throw err;
+      }
+      applyCacheSalt(client.body, salter(req, apiKey));
       const session = req.headers['x-session-id'];
       await deps.dispatcher.serve(
         client,
@@ -81,6 +95,7 @@ export function completionsRoute(
         cancellation,
       );
     } finally {
+      // the body's bytes stay counted until the request ends: its parsed body and leg bodies live that long
       ticket.release();
     }
   };

@@ -16,6 +16,7 @@ import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
 import { completionsRoute, refuser } from './completions-route.js';
 import { tenantSalter } from './tenant-salt.js';
 import { tenantSaltSecret } from '../../config/server-section.js';
+import { GATEWAY_BODY_ERRORS } from './json-body.js';
 import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
@@ -50,7 +51,8 @@ export function createGatewayListener(
   deps: GatewayDeps,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const apiKeys = new ApiKeys(deps.config.server.apiKeys);
-  const bodies = new BodyReader({ maxBytes: deps.config.server.maxBodyBytes });
+  const { maxBodyBytes, maxJsonKeys } = deps.config.server;
+  const bodies = new BodyReader({ maxBytes: maxBodyBytes, maxKeys: maxJsonKeys }, GATEWAY_BODY_ERRORS);
   const refuse = refuser(deps);
   const salter = tenantSalter({
     isolation: deps.config.server.tenantIsolation,

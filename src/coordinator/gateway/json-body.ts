@@ -1,25 +1,58 @@
 import type { IncomingMessage } from 'node:http';
-import type { BodyReader } from '../../common/body-reader.js';
-import { HttpError } from '../../common/http-error.js';
-import { MotorError } from '../../common/motor-error.js';
+import type { BodyAllowance, BodyReader } from '../../common/body-reader.js';
+import { frameErrors } from '../../common/frame-errors.js';
+import { HttpError, type ThrowableHttpError } from '../../common/http-error.js';
+import { ERROR_CODES, MotorError, type MotorErrorCode } from '../../common/motor-error.js';
 
-export type JsonBody = { value: unknown } | { error: MotorError; headers?: Readonly<Record<string, string>> };
+export interface BodyRefusal {
+  error: MotorError;
+  headers?: Readonly<Record<string, string>>;
+}
+export type JsonBody = { value: unknown } | BodyRefusal;
+
+/** The gateway's body refusals, each naming the setting that decides it (not mistaken for an engine's). */
+export const GATEWAY_BODY_ERRORS = frameErrors({
+  bodyTooLarge: (limit) =>
+    new HttpError(413, `request body exceeds ${limit} bytes (the coordinator's limit, server.maxBodyBytes)`, {
+      code: 'body_too_large',
+      headers: { connection: 'close' },
+    }),
+  tooManyKeys: (limit) =>
+    new HttpError(413, `request body has more than ${limit} JSON keys (server.maxJsonKeys)`, {
+      code: 'body_too_large',
+    }),
+  overBodyBudget: () =>
+    new HttpError(
+      503,
+      'server overloaded: request bodies in flight fill server.maxInflightBodyBytes; retry later',
+      { code: 'overloaded', headers: { connection: 'close', 'retry-after': '1' } },
+    ),
+});
+
+/** A frame error as the `MotorError` the gateway counts and renders (its status kept). */
+export function bodyRefusal(err: ThrowableHttpError): BodyRefusal {
+  const code =
+    typeof err.code === 'string' && err.code in ERROR_CODES
+      ? (err.code as MotorErrorCode)
+      : 'invalid_request';
+  return { error: new MotorError(code, err.message, { status: err.status }), headers: err.headers };
+}
 
 /**
  * The parsed body, or the refusal to answer with as a `MotorError` (413 with `connection: close`,
- * 400 for invalid or too deeply nested JSON), so routes count it like their other refusals. A client
- * gone mid-body throws `ClientGoneError`: the HTTP frame destroys the response.
+ * 413 for too many keys, 400 for invalid or too deeply nested JSON, 503 when a chunked body outgrows
+ * `allowance`), so routes count it like their other refusals. A client gone mid-body throws
+ * `ClientGoneError`: the HTTP frame destroys the response.
  */
-export async function readJsonBody(bodies: BodyReader, req: IncomingMessage): Promise<JsonBody> {
+export async function readJsonBody(
+  bodies: BodyReader,
+  req: IncomingMessage,
+  allowance?: BodyAllowance,
+): Promise<JsonBody> {
   try {
-    return { value: await bodies.json(req) };
+    return { value: await bodies.json(req, allowance) };
   } catch (err) {
     if (!(err instanceof HttpError)) throw err;
-    if (err.status === 413) {
-      // Motor's own limit, named so it is not mistaken for an engine's
-      const message = `${err.message} (the coordinator's limit, server.maxBodyBytes)`;
-      return { error: new MotorError('body_too_large', message), headers: err.headers };
-    }
-    return { error: new MotorError('invalid_request', err.message), headers: err.headers };
+    return bodyRefusal(err);
   }
 }

@@ -60,7 +60,7 @@ function metaserverPath(call: LegCall): string {
 
 /** The coordinator's metaserver route on loopback (`/v1/metaserver/:token`), over the harness's triggers. */
 async function startMetaserver(h: DispatchHarness): Promise<Post> {
-  const route = metaserverRoute({ triggers: h.triggers });
+  const route = metaserverRoute({ triggers: h.triggers, scheduling: h.scheduling });
   server = createServer((req, res) => {
     const token = /^\/v1\/metaserver\/([^/]+)$/.exec(req.url ?? '')?.[1];
     void route(req, res, token === undefined ? {} : { token });
@@ -205,6 +205,21 @@ describe('direct-mode metaserver', { timeout: 5_000 }, () => {
     // a replay of the used token: 404, whoever sends it
     const replay = await post(metaserverPath(h.callsTo('D')[0]!), metaserverBody(V17, h.callsTo('D')[0]!));
     expect(replay.status).toBe(404);
+  });
+
+  it("a valid call's body is counted in admission's body budget until it is answered", async () => {
+    const counted: number[] = [];
+    const { h, reply } = await run(
+      (call) => metaserverBody(V17, call),
+      () => {
+        counted.push(harness!.scheduling.admission.inflightBodyBytes);
+        return { kind: 'json', body: { id: 'p' } };
+      },
+    );
+    expect(reply?.status).toBe(200);
+    const sent = Buffer.byteLength(JSON.stringify(metaserverBody(V17, h.callsTo('D')[0]!)));
+    expect(counted).toEqual([sent]); // while its prefill ran
+    expect(h.scheduling.admission.inflightBodyBytes).toBe(0);
   });
 
   it('each attempt gets its own 128-bit token in its metaserver URL', async () => {

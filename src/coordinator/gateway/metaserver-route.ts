@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyReader } from '../../common/body-reader.js';
+import { BodyReader, declaredBodyBytes, type BodyAllowance } from '../../common/body-reader.js';
 import { sendJson } from '../../common/http.js';
 import type { RouteParams } from '../../common/route-table.js';
 import { engineRequestIdCandidates, parseMetaserverKvFields } from '../../engine-adapters/index.js';
@@ -31,16 +31,32 @@ const CLOSE = { connection: 'close' } as const;
  * here: the decode leg is aborted at once and the attempt retried, instead of waiting for KV until
  * the first-token timeout.
  */
-export function metaserverRoute(deps: Pick<GatewayDeps, 'triggers'>) {
-  const { triggers } = deps;
+export function metaserverRoute(deps: Pick<GatewayDeps, 'triggers' | 'scheduling'>) {
+  const { triggers, scheduling } = deps;
   const bodies = new BodyReader({ maxBytes: METASERVER_MAX_BODY_BYTES });
   return async (req: IncomingMessage, res: ServerResponse, params: RouteParams): Promise<void> => {
     const key = triggerKey(params.token);
     const entry = key === null ? undefined : triggers.take(key);
     if (entry === undefined) return renderError(res, NO_SUCH_TRIGGER, CLOSE);
+    // A valid call's body counts against admission's body budget until the call is answered.
+    const declared = declaredBodyBytes(req) ?? 0;
+    const charge = scheduling.admission.charge(declared <= METASERVER_MAX_BODY_BYTES ? declared : 0);
+    try {
+      await serve(req, res, entry, charge);
+    } finally {
+      charge.release();
+    }
+  };
+
+  async function serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    entry: PendingTrigger,
+    charge: BodyAllowance,
+  ): Promise<void> {
     let body;
     try {
-      body = await readJsonBody(bodies, req);
+      body = await readJsonBody(bodies, req, charge);
     } catch (err) {
       entry.fail(new MotorError('protocol_error', 'metaserver call ended before its body did'));
       throw err;
@@ -58,7 +74,7 @@ export function metaserverRoute(deps: Pick<GatewayDeps, 'triggers'>) {
     }
     const reply = await entry.run(parsed.value);
     sendJson(res, reply.status, reply.body);
-  };
+  }
 }
 
 /** A call with a valid token that cannot be served: fails the attempt, answers the refusal. */
