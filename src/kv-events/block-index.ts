@@ -1,0 +1,95 @@
+import { blockKey, type BlockHashValue, type BlockKey } from './kv-event-decoder.js';
+
+/** Default bound on distinct blocks indexed (≈ 150 bytes each: ~40 MB); see {@link BlockIndex}. */
+export const DEFAULT_MAX_INDEXED_BLOCKS = 262_144;
+
+/**
+ * The global index of what the engines hold: block key → the instances whose KV cache holds that
+ * block, as their KV events say. Shared by every subscriber of one coordinator; two coordinators fed
+ * the same events hold the same index.
+ *
+ * Memory is bounded: at most `maxBlocks` distinct blocks. Past that the block stored least recently
+ * (by any instance) is forgotten for every instance, as if removed — an engine evicts its coldest
+ * blocks first too, so what is dropped is the least likely to still be cached. Forgetting only ever
+ * under-predicts a hit, never claims a block that is gone.
+ */
+export class BlockIndex {
+  /** Insertion order is recency: a store re-inserts. */
+  private readonly holders = new Map<BlockKey, Set<string>>();
+  private readonly byInstance = new Map<string, Set<BlockKey>>();
+  /** Blocks forgotten to stay under `maxBlocks`. */
+  evicted = 0;
+
+  constructor(readonly maxBlocks = DEFAULT_MAX_INDEXED_BLOCKS) {
+    if (!Number.isSafeInteger(maxBlocks) || maxBlocks < 1) throw new Error('maxBlocks must be ≥ 1');
+  }
+
+  /** Distinct blocks indexed. */
+  get size(): number {
+    return this.holders.size;
+  }
+
+  /** Blocks `instance` holds. */
+  blocksOf(instance: string): number {
+    return this.byInstance.get(instance)?.size ?? 0;
+  }
+
+  instances(): IterableIterator<string> {
+    return this.byInstance.keys();
+  }
+
+  store(instance: string, keys: readonly BlockKey[]): void {
+    let mine = this.byInstance.get(instance);
+    if (mine === undefined) this.byInstance.set(instance, (mine = new Set()));
+    for (const key of keys) {
+      let set = this.holders.get(key);
+      if (set === undefined) set = new Set();
+      else this.holders.delete(key);
+      this.holders.set(key, set);
+      set.add(instance);
+      mine.add(key);
+    }
+    while (this.holders.size > this.maxBlocks) {
+      const [oldest, set] = this.holders.entries().next().value as [BlockKey, Set<string>];
+      this.holders.delete(oldest);
+      for (const id of set) this.byInstance.get(id)?.delete(oldest);
+      this.evicted++;
+    }
+  }
+
+  remove(instance: string, keys: readonly BlockKey[]): void {
+    const mine = this.byInstance.get(instance);
+    if (mine === undefined) return;
+    for (const key of keys) {
+      if (!mine.delete(key)) continue;
+      const set = this.holders.get(key)!;
+      set.delete(instance);
+      if (set.size === 0) this.holders.delete(key);
+    }
+  }
+
+  /** Forgets every block of `instance` (AllBlocksCleared, restart, resync, removal). */
+  clearInstance(instance: string): void {
+    const mine = this.byInstance.get(instance);
+    if (mine === undefined) return;
+    this.remove(instance, [...mine]);
+    this.byInstance.delete(instance);
+  }
+
+  /**
+   * Per instance, how many leading blocks of a prompt's chained block hashes (first block first) it
+   * holds; instances holding not even the first are absent.
+   */
+  prefixMatch(hashes: readonly BlockHashValue[]): Map<string, number> {
+    const out = new Map<string, number>();
+    let live: string[] | null = null;
+    for (let i = 0; i < hashes.length; i++) {
+      const set = this.holders.get(blockKey(hashes[i]!));
+      if (set === undefined) break;
+      live = live === null ? [...set] : live.filter((id) => set.has(id));
+      if (live.length === 0) break;
+      for (const id of live) out.set(id, i + 1);
+    }
+    return out;
+  }
+}
