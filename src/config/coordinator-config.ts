@@ -11,6 +11,7 @@ import {
 import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
 import { instanceProfile } from './instance-profile.js';
+import { instanceKvEventsSchema, kvEventsSection } from './kv-events-section.js';
 import { mergeDeep } from './merge-deep.js';
 import { serverSectionSchema, tenantSaltSecret } from './server-section.js';
 import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './scheduling-section.js';
@@ -81,6 +82,7 @@ export const instanceConfigSchema = z
         "direct SGLang prefill: bootstrap port given to both legs when the engine's `/server_info` reports " +
           "none (default SGLang's own 8998, never the HTTP port)",
       ),
+    kvEvents: instanceKvEventsSchema.optional(),
     ...engineKeys.engineCredentialFields,
   })
   .describe('one engine instance');
@@ -144,6 +146,7 @@ export const coordinatorConfigSchema = z.strictObject({
     .prefault({})
     .describe('new attempts, only before the first byte reached the client'),
   timeouts: timeoutsSection,
+  kvEvents: kvEventsSection,
   registry: z
     .strictObject({
       store: z
