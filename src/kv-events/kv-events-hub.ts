@@ -19,6 +19,14 @@ export interface KvEventsHubOptions {
   onError?: (instance: string, message: string) => void;
 }
 
+export interface KvEventsHealth {
+  instances: Array<KvSubscriberStatus & { blocks: number }>;
+  /** Distinct blocks in the index. */
+  indexedBlocks: number;
+  /** Blocks forgotten to stay under `maxIndexedBlocks`. */
+  forgottenBlocks: number;
+}
+
 interface Running {
   key: string;
   sub: KvEventSubscriber;
@@ -64,6 +72,15 @@ export class KvEventsHub {
 
   status(): KvSubscriberStatus[] {
     return [...this.running.values()].map((r) => r.sub.status());
+  }
+
+  /** Index health for metrics and the dashboard: per subscribed instance, and the index as a whole. */
+  health(): KvEventsHealth {
+    return {
+      instances: this.status().map((s) => ({ ...s, blocks: this.index.blocksOf(s.instance) })),
+      indexedBlocks: this.index.size,
+      forgottenBlocks: this.index.evicted,
+    };
   }
 
   async close(): Promise<void> {
