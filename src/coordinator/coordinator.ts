@@ -12,6 +12,8 @@ import { Upstreams } from './upstream.js';
 import { createGateway } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
+import { startKvEvents } from './kv-events.js';
+import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
 
 export interface RunningCoordinator {
   url: string;
@@ -24,6 +26,8 @@ export interface RunningCoordinator {
   scheduling: SchedulingAdapter;
   /** Metrics registry, recent requests, tracing. */
   observability: Observability;
+  /** The KV block index and its subscribers (null when no instance sets `kvEvents`). */
+  kvEvents: KvEventsHub | null;
   close(): Promise<void>;
 }
 
@@ -82,6 +86,7 @@ export async function startCoordinator(
   }
   logListening(log, { url: boundUrl }); // first: spawnMotor takes the first `listening` URL
   scheduling.start();
+  const kvEvents = await startKvEvents(config, log, obs.observability);
   let management;
   try {
     management = await plane?.startManagement({
@@ -89,6 +94,7 @@ export async function startCoordinator(
       circuit: (id) => scheduling.scheduler.breakers.state(id),
     });
   } catch (err) {
+    await kvEvents?.close();
     await closeServer(server);
     await plane?.close();
     throw err;
@@ -100,8 +106,10 @@ export async function startCoordinator(
     controlPlane: plane,
     scheduling,
     observability: obs.observability,
+    kvEvents,
     async close() {
       scheduling.close();
+      await kvEvents?.close();
       await closeServer(server);
       await plane?.close();
       await upstreams.close();
