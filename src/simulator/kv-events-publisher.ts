@@ -51,12 +51,13 @@ export class KvEventsPublisher implements PrefixCacheListener {
   /** Binds the sockets; the bound endpoints are in `endpoint` / `replayEndpoint`. */
   static async start(o: KvEventsPublisherOptions): Promise<KvEventsPublisher> {
     const p = new KvEventsPublisher(o);
+    let at = o.endpoint;
     try {
-      await p.pub.bind(o.endpoint);
-      if (p.router !== null) await p.router.bind(o.replayEndpoint!);
+      await p.pub.bind(at);
+      if (p.router !== null) await p.router.bind((at = o.replayEndpoint!));
     } catch (err) {
       p.close();
-      throw new Error(`KV events endpoint: ${(err as Error).message}`);
+      throw new Error(`KV events endpoint ${at}: ${(err as Error).message}`);
     }
     if (p.router !== null) void p.serveReplay(p.router);
     return p;
