@@ -33,9 +33,9 @@ export const kvEventsSection = z
     maxIndexedBlocks: z
       .int()
       .min(1)
-      .default(262_144)
+      .default(131_072)
       .describe(
-        'bound on distinct blocks in the global KV block index (~150 bytes each); past it the least recently ' +
+        'bound on distinct blocks in the global KV block index (~270 bytes each, measured); past it the least recently ' +
           'stored block is forgotten for every instance',
       ),
     replayTimeoutMs: z

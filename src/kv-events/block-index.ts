@@ -1,7 +1,7 @@
 import { blockKey, type BlockHashValue, type BlockKey } from './kv-event-decoder.js';
 
-/** Default bound on distinct blocks indexed (≈ 150 bytes each: ~40 MB); see {@link BlockIndex}. */
-export const DEFAULT_MAX_INDEXED_BLOCKS = 262_144;
+/** Default bound on distinct blocks indexed (measured ≈ 270 bytes a block: ~35 MB); see {@link BlockIndex}. */
+export const DEFAULT_MAX_INDEXED_BLOCKS = 131_072;
 
 /**
  * The global index of what the engines hold: block key → the instances whose KV cache holds that
@@ -14,8 +14,8 @@ export const DEFAULT_MAX_INDEXED_BLOCKS = 262_144;
  * under-predicts a hit, never claims a block that is gone.
  */
 export class BlockIndex {
-  /** Insertion order is recency: a store re-inserts. */
-  private readonly holders = new Map<BlockKey, Set<string>>();
+  /** Holders per block (a few ids: an array is smaller than a Set). Insertion order is recency. */
+  private readonly holders = new Map<BlockKey, string[]>();
   private readonly byInstance = new Map<string, Set<BlockKey>>();
   /** Blocks forgotten to stay under `maxBlocks`. */
   evicted = 0;
@@ -42,17 +42,19 @@ export class BlockIndex {
     let mine = this.byInstance.get(instance);
     if (mine === undefined) this.byInstance.set(instance, (mine = new Set()));
     for (const key of keys) {
-      let set = this.holders.get(key);
-      if (set === undefined) set = new Set();
-      else this.holders.delete(key);
-      this.holders.set(key, set);
-      set.add(instance);
+      const ids = this.holders.get(key);
+      if (ids === undefined)
+        this.holders.set(key, [instance]); // exact-size array
+      else {
+        this.holders.delete(key);
+        this.holders.set(key, ids.includes(instance) ? ids : [...ids, instance]);
+      }
       mine.add(key);
     }
     while (this.holders.size > this.maxBlocks) {
-      const [oldest, set] = this.holders.entries().next().value as [BlockKey, Set<string>];
+      const [oldest, ids] = this.holders.entries().next().value as [BlockKey, string[]];
       this.holders.delete(oldest);
-      for (const id of set) this.byInstance.get(id)?.delete(oldest);
+      for (const id of ids) this.byInstance.get(id)?.delete(oldest);
       this.evicted++;
     }
   }
@@ -62,9 +64,13 @@ export class BlockIndex {
     if (mine === undefined) return;
     for (const key of keys) {
       if (!mine.delete(key)) continue;
-      const set = this.holders.get(key)!;
-      set.delete(instance);
-      if (set.size === 0) this.holders.delete(key);
+      const ids = this.holders.get(key)!;
+      if (ids.length === 1) this.holders.delete(key);
+      else
+        this.holders.set(
+          key,
+          ids.filter((id) => id !== instance),
+        ); // keeps its place in the order
     }
   }
 
@@ -84,9 +90,9 @@ export class BlockIndex {
     const out = new Map<string, number>();
     let live: string[] | null = null;
     for (let i = 0; i < hashes.length; i++) {
-      const set = this.holders.get(blockKey(hashes[i]!));
-      if (set === undefined) break;
-      live = live === null ? [...set] : live.filter((id) => set.has(id));
+      const ids = this.holders.get(blockKey(hashes[i]!));
+      if (ids === undefined) break;
+      live = live === null ? [...ids] : live.filter((id) => ids.includes(id));
       if (live.length === 0) break;
       for (const id of live) out.set(id, i + 1);
     }
