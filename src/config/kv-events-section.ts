@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { KV_EVENTS_DEFAULTS } from '../kv-events/kv-events-defaults.js';
 
 /**
  * KV cache events config (issue 17): an instance's `kvEvents` (where its engine publishes) and the
@@ -33,7 +34,7 @@ export const kvEventsSection = z
     maxIndexedBlocks: z
       .int()
       .min(1)
-      .default(131_072)
+      .default(KV_EVENTS_DEFAULTS.maxIndexedBlocks)
       .describe(
         'bound on distinct blocks in the global KV block index (~270 bytes each, measured); past it the least recently ' +
           'stored block is forgotten for every instance',
@@ -41,14 +42,14 @@ export const kvEventsSection = z
     replayTimeoutMs: z
       .int()
       .min(1)
-      .default(2_000)
+      .default(KV_EVENTS_DEFAULTS.replayTimeoutMs)
       .describe(
         "bound on one replay request to an engine's replay endpoint (ms); past it the instance resyncs",
       ),
     reconnectMs: z
       .int()
       .min(1)
-      .default(1_000)
+      .default(KV_EVENTS_DEFAULTS.reconnectMs)
       .describe('wait before re-subscribing after an event stream failed (ms)'),
   })
   .prefault({})

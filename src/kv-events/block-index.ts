@@ -1,7 +1,5 @@
+import { KV_EVENTS_DEFAULTS } from './kv-events-defaults.js';
 import { blockKey, type BlockHashValue, type BlockKey } from './kv-event-decoder.js';
-
-/** Default bound on distinct blocks indexed (measured ≈ 270 bytes a block: ~35 MB); see {@link BlockIndex}. */
-export const DEFAULT_MAX_INDEXED_BLOCKS = 131_072;
 
 /**
  * The global index of what the engines hold: block key → the instances whose KV cache holds that
@@ -20,7 +18,7 @@ export class BlockIndex {
   /** Blocks forgotten to stay under `maxBlocks`. */
   evicted = 0;
 
-  constructor(readonly maxBlocks = DEFAULT_MAX_INDEXED_BLOCKS) {
+  constructor(readonly maxBlocks: number = KV_EVENTS_DEFAULTS.maxIndexedBlocks) {
     if (!Number.isSafeInteger(maxBlocks) || maxBlocks < 1) throw new Error('maxBlocks must be ≥ 1');
   }
 

@@ -1,6 +1,7 @@
 import { BlockIndex } from './block-index.js';
 import { KvEventSubscriber, type KvSubscriberStatus } from './kv-event-subscriber.js';
 import { ZmqKvEventTransport, type KvEventsEndpoint, type KvEventTransport } from './kv-event-transport.js';
+import { KV_EVENTS_DEFAULTS } from './kv-events-defaults.js';
 import { NO_KV_EVENTS_OBSERVER, type KvEventsObserver } from './kv-events-observer.js';
 
 /** An instance as the hub needs it: its id and, if it publishes, where. */
@@ -93,7 +94,7 @@ export class KvEventsHub {
   private start(id: string, ep: KvEventsEndpoint): void {
     const transport = (this.opts.transport ?? ((e) => new ZmqKvEventTransport(e)))(ep);
     const sub = new KvEventSubscriber(id, transport, this.index, {
-      replayTimeoutMs: this.opts.replayTimeoutMs ?? 2_000,
+      replayTimeoutMs: this.opts.replayTimeoutMs ?? KV_EVENTS_DEFAULTS.replayTimeoutMs,
       observer: this.observer,
     });
     const r: Running = { key: endpointKey(ep), sub, transport, done: Promise.resolve() };
@@ -106,7 +107,7 @@ export class KvEventsHub {
         if (this.running.get(id) !== r || this.closed) return;
         this.running.delete(id);
         this.start(id, ep);
-      }, this.opts.reconnectMs ?? 1_000);
+      }, this.opts.reconnectMs ?? KV_EVENTS_DEFAULTS.reconnectMs);
       r.timer.unref();
     });
     this.running.set(id, r);
