@@ -16,7 +16,7 @@ import type { KvPayload } from './kv-handoff.js';
 import { authGuard } from './auth.js';
 import { startSglangBootstrapServer, type SglangBootstrapServer } from './sglang-bootstrap-server.js';
 import { handleGenerate } from './sglang-generate.js';
-import { KvEventsPublisher } from './kv-events-publisher.js';
+import type { KvEventsPublisher } from './kv-events-publisher.js';
 import { sglangServerInfo } from './sglang-server-info.js';
 
 export interface RunningSimulator {
@@ -144,6 +144,8 @@ export async function startSimulator(
   let events: KvEventsPublisher | null = null;
   if (opts.kvEventsEndpoint !== null) {
     try {
+      // Loaded only when asked for: ZeroMQ is a native addon.
+      const { KvEventsPublisher } = await import('./kv-events-publisher.js');
       events = await KvEventsPublisher.start({
         endpoint: opts.kvEventsEndpoint,
         replayEndpoint: opts.kvEventsReplayEndpoint,
