@@ -52,10 +52,12 @@ export async function startCoordinator(
   const scheduling =
     overrides.scheduling ?? new SchedulingAdapter(config.scheduling, { source, upstreams, log });
   const triggers = new TakeOnceStore<PendingTrigger>();
+  let kvEvents: KvEventsHub | null = null;
   const obs = await createCoordinatorObservability(config, log, source, {
     circuitStates: () =>
       source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),
     queuedRequests: () => scheduling.admission.queued,
+    kvEvents: () => kvEvents?.health() ?? null,
   });
   let boundUrl = '';
   const dispatcher = new Dispatcher({
@@ -86,7 +88,7 @@ export async function startCoordinator(
   }
   logListening(log, { url: boundUrl }); // first: spawnMotor takes the first `listening` URL
   scheduling.start();
-  const kvEvents = await startKvEvents(config, log, obs.observability);
+  kvEvents = await startKvEvents(config, log, obs.observability);
   let management;
   try {
     management = await plane?.startManagement({

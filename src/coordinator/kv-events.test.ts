@@ -17,7 +17,7 @@ function config(instances: unknown[]) {
     server: { port: 0 },
     instances,
     health: { intervalMs: 0 },
-    observability: { accessLog: false, dashboard: false },
+    observability: { accessLog: false },
     management: { port: null },
   });
 }
@@ -27,6 +27,8 @@ describe('coordinator: KV events wiring', () => {
     const c = await startCoordinator(config([{ id: 'e0', url: 'http://127.0.0.1:9', role: 'union' }]), log);
     closers.push(() => c.close());
     expect(c.kvEvents).toBeNull();
+    const state = (await (await fetch(`${c.url}/dashboard/api/state`)).json()) as { kvEvents: unknown };
+    expect(state.kvEvents).toBeNull();
   });
 
   it("subscribes an instance's publisher and shows the index on /metrics", async () => {
@@ -62,5 +64,15 @@ describe('coordinator: KV events wiring', () => {
     const metrics = await (await fetch(`${c.url}/metrics`)).text();
     expect(metrics).toMatch(/^motor_kv_index_blocks\{instance="e0"\} [1-9]/m);
     expect(metrics).toMatch(/^motor_kv_events_total\{instance="e0",kind="stored"\} [1-9]/m);
+    const state = (await (await fetch(`${c.url}/dashboard/api/state`)).json()) as {
+      kvEvents: { instances: Array<{ instance: string; blocks: number; lastSeq: string }> };
+    };
+    expect(state.kvEvents.instances).toEqual([
+      expect.objectContaining({
+        instance: 'e0',
+        blocks: hub.index.blocksOf('e0'),
+        lastSeq: expect.any(String),
+      }),
+    ]);
   });
 });

@@ -1,3 +1,4 @@
+import type { KvEventsHealth } from '../kv-events/kv-events-hub.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
@@ -18,6 +19,8 @@ export interface ObservabilityProviders {
   circuitStates?: CircuitStateProvider;
   /** Requests waiting for admission. */
   queuedRequests?: () => number;
+  /** KV block index health for the dashboard (null: no instance publishes KV events). */
+  kvEvents?: () => KvEventsHealth | null;
 }
 
 /** The fleet as observability reads it (the coordinator's `InstanceSource` fits). */
@@ -60,7 +63,7 @@ export async function createCoordinatorObservability(
   );
   const routes = createObservabilityRoutes(
     observability,
-    { instances, circuitStates: providers.circuitStates },
+    { instances, circuitStates: providers.circuitStates, kvEvents: providers.kvEvents },
     {
       metrics: cfg.metrics,
       dashboard: cfg.dashboard,
