@@ -121,6 +121,26 @@ export function registerSim(program: Command): void {
       intArg('--bootstrap-port', 0, 65535),
       d.bootstrapPort,
     )
+    .option(
+      '--kv-events-endpoint <endpoint>',
+      "publish KV cache events in vLLM's format (ZeroMQ PUB bound here, e.g. tcp://127.0.0.1:5557; port * = any free)",
+    )
+    .option('--kv-events-replay-endpoint <endpoint>', 'KV events replay (ZeroMQ ROUTER) endpoint to bind')
+    .option('--kv-events-topic <topic>', 'KV events topic', d.kvEventsTopic)
+    .addOption(
+      new Option(
+        '--kv-events-layout <layout>',
+        'event encoding: map (tagged maps, vLLM after PR 42892) or array (array_like, vLLM ≤ 0.23)',
+      )
+        .choices(['map', 'array'])
+        .default(d.kvEventsLayout),
+    )
+    .option(
+      '--kv-events-buffer-steps <n>',
+      'KV event batches kept for replay',
+      intArg('--kv-events-buffer-steps', 1),
+      d.kvEventsBufferSteps,
+    )
     .option('--api-key <key>', 'engine API key (vLLM: /v1* routes; SGLang: all but health/ready/metrics)')
     .option('--admin-api-key <key>', 'SGLang admin key: required instead of --api-key on /abort_request')
     .option(
@@ -225,6 +245,11 @@ export function registerSim(program: Command): void {
         kvWaitMs: o.kvWaitMs as number,
         bootstrapTimeoutMs: o.bootstrapTimeoutMs as number,
         bootstrapPort: o.bootstrapPort as number,
+        kvEventsEndpoint: (o.kvEventsEndpoint as string | undefined) ?? null,
+        kvEventsReplayEndpoint: (o.kvEventsReplayEndpoint as string | undefined) ?? null,
+        kvEventsTopic: o.kvEventsTopic as string,
+        kvEventsLayout: o.kvEventsLayout as SimOptions['kvEventsLayout'],
+        kvEventsBufferSteps: o.kvEventsBufferSteps as number,
         apiKey: (o.apiKey as string | undefined) ?? null,
         adminApiKey: (o.adminApiKey as string | undefined) ?? null,
         maxBodyBytes: o.maxBodyBytes as number,

@@ -13,6 +13,7 @@ import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
 import { engineProxySection, peerSecretSource } from './engine-proxy-section.js';
 import { instanceProfile } from './instance-profile.js';
+import { instanceKvEventsSchema, kvEventsSection } from './kv-events-section.js';
 import { mergeDeep } from './merge-deep.js';
 import { managementSectionSchema } from './management-section.js';
 import { serverSectionSchema, tenantSaltSecret } from './server-section.js';
@@ -87,6 +88,7 @@ export const instanceConfigSchema = z
         "direct SGLang prefill: bootstrap port given to both legs when the engine's `/server_info` reports " +
           "none (default SGLang's own 8998, never the HTTP port)",
       ),
+    kvEvents: instanceKvEventsSchema.optional(),
     ...engineKeys.engineCredentialFields,
   })
   .describe('one engine instance');
@@ -153,6 +155,7 @@ export const coordinatorConfigSchema = z.strictObject({
   timeouts: timeoutsSection,
   kvHash: kvHashSection,
   engineProxy: engineProxySection,
+  kvEvents: kvEventsSection,
   registry: z
     .strictObject({
       store: z

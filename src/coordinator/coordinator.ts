@@ -20,6 +20,8 @@ import { createGatewayListener } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
 import { coordinatorPeerSecrets } from './peer-secret-setup.js';
+import { startKvEvents } from './kv-events.js';
+import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
 
 export interface CoordinatorOverrides {
   source?: InstanceSource;
@@ -46,6 +48,8 @@ export interface CoordinatorApp {
   scheduling: SchedulingAdapter;
   /** Metrics registry, recent requests, tracing. */
   observability: Observability;
+  /** The KV block index fed by the instances' KV events (null: none configured). */
+  kvEvents: KvEventsHub | null;
   /** What management's `load` and `circuit` fields show (the scheduler's view). */
   managementProviders: ManagementProviders;
   /** Requests being answered by the three listeners now. */
@@ -85,6 +89,7 @@ export async function createCoordinatorApp(
       maxInflightBodyBytes: config.server.maxInflightBodyBytes,
     });
   const triggers = new TakeOnceStore<PendingTrigger>();
+  let kvEvents: KvEventsHub | null = null;
   let obs;
   try {
     obs = await createCoordinatorObservability(
@@ -96,6 +101,7 @@ export async function createCoordinatorApp(
           source.all().map((i) => ({ instanceId: i.id, state: scheduling.scheduler.breakers.state(i.id) })),
         queuedRequests: () => scheduling.admission.queued,
         inflightBodyBytes: () => scheduling.admission.inflightBodyBytes,
+        kvEvents: () => kvEvents?.health() ?? null,
       },
       overrides.observability,
     );
@@ -141,6 +147,7 @@ export async function createCoordinatorApp(
   };
   const management = plane?.managementHandler(managementProviders);
   scheduling.start();
+  kvEvents = await startKvEvents(config, log, obs.observability);
   return {
     handler: drain.track(gatewayListener, refuseClosing),
     managementHandler: management ? drain.track(management, refuseClosing) : null,
@@ -148,6 +155,7 @@ export async function createCoordinatorApp(
     controlPlane: plane,
     scheduling,
     observability: obs.observability,
+    kvEvents,
     managementProviders,
     inFlight: () => drain.inFlight,
     setUrl(bound) {
@@ -157,6 +165,7 @@ export async function createCoordinatorApp(
     async close(graceMs) {
       await drain.close(graceMs);
       scheduling.close();
+      await kvEvents?.close();
       await plane?.close();
       await upstreams.close();
       await obs.close();
@@ -203,6 +212,8 @@ export interface RunningCoordinator {
   scheduling: SchedulingAdapter;
   /** Metrics registry, recent requests, tracing. */
   observability: Observability;
+  /** The KV block index and its subscribers (null when no instance sets `kvEvents`). */
+  kvEvents: KvEventsHub | null;
   close(): Promise<void>;
 }
 
@@ -240,6 +251,7 @@ export async function startCoordinator(
     controlPlane: app.controlPlane,
     scheduling: app.scheduling,
     observability: app.observability,
+    kvEvents: app.kvEvents,
     async close() {
       // As before the library split: open requests are cut at once (no drain on this path yet).
       await closeServer(server);

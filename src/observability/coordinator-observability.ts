@@ -1,4 +1,5 @@
 import type { Tracer } from '@opentelemetry/api';
+import type { KvEventsHealth } from '../kv-events/kv-events-hub.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../common/logger.js';
@@ -22,6 +23,8 @@ export interface ObservabilityProviders {
   queuedRequests?: () => number;
   /** Request-body bytes admission counts now. */
   inflightBodyBytes?: () => number;
+  /** KV block index health for the dashboard (null: no instance publishes KV events). */
+  kvEvents?: () => KvEventsHealth | null;
 }
 
 /** What an embedding application brings instead of Motor's own (docs/library.md). */
@@ -84,7 +87,7 @@ export async function createCoordinatorObservability(
   );
   const routes = createObservabilityRoutes(
     observability,
-    { instances, circuitStates: providers.circuitStates },
+    { instances, circuitStates: providers.circuitStates, kvEvents: providers.kvEvents },
     {
       metrics: cfg.metrics,
       dashboard: cfg.dashboard,

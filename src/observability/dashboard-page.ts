@@ -83,6 +83,12 @@ export const DASHBOARD_HTML = `<!doctype html>
       </div>
     </section>
   </div>
+  <section id="kv-section" hidden>
+    <h2>KV block index (engine KV events)</h2>
+    <table><thead><tr><th>Instance</th><th>Blocks</th><th>Last batch</th><th>Lag</th><th>Gaps</th><th>Resyncs</th></tr></thead>
+    <tbody id="kv"></tbody></table>
+    <div class="dim" id="kv-total"></div>
+  </section>
   <section>
     <h2>Recent requests (P → D timelines)</h2>
     <table><thead><tr><th>Request</th><th>Plan</th><th>Status</th><th>Attempts</th><th>TTFT</th><th>Duration</th><th>Instances</th><th style="width:40%">Timeline</th></tr></thead>
@@ -185,6 +191,25 @@ export const DASHBOARD_HTML = `<!doctype html>
     });
   }
 
+  function renderKv(kv) {
+    $('kv-section').hidden = !kv;
+    if (!kv) return;
+    var body = $('kv');
+    body.replaceChildren();
+    kv.instances.forEach(function (i) {
+      var tr = el('tr');
+      tr.appendChild(el('td', 'mono', i.instance));
+      tr.appendChild(el('td', null, i.blocks));
+      var last = i.error ? i.error : i.lastBatchAgeMs === null ? 'none yet' : ms(i.lastBatchAgeMs) + ' ago';
+      tr.appendChild(el('td', i.error ? 'bad' : null, last));
+      tr.appendChild(el('td', null, ms(i.lagMs)));
+      tr.appendChild(el('td', i.gaps ? 'bad' : null, i.gaps));
+      tr.appendChild(el('td', i.resyncs ? 'bad' : null, i.resyncs));
+      body.appendChild(tr);
+    });
+    setText('kv-total', kv.indexedBlocks + ' distinct blocks indexed, ' + kv.forgottenBlocks + ' forgotten to stay within kvEvents.maxIndexedBlocks');
+  }
+
   function render(s) {
     setText('rps', s.window.requestsPerSecond.toFixed(2));
     setText('inflight', s.inFlight);
@@ -195,6 +220,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     renderFleet(s.instances);
     renderSpark(s.window.perSecond);
     renderRecent(s.recent);
+    renderKv(s.kvEvents);
     document.body.dataset.requests = String(s.totals.requests);
     document.body.dataset.ready = 'true';
     var st = $('status'); st.className = 'live'; st.textContent = 'live · ' + new Date(s.now).toLocaleTimeString();

@@ -1,3 +1,4 @@
+import type { KvEventsHealth } from '../kv-events/kv-events-hub.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken } from '../common/http.js';
 import { renderError, type RenderableError } from '../common/http-error.js';
@@ -8,6 +9,27 @@ import type { Observability } from './observability.js';
 export interface DashboardSources {
   instances: () => Iterable<InstanceView>;
   circuitStates?: CircuitStateProvider;
+  /** KV block index health (null or absent: no instance publishes KV events). */
+  kvEvents?: () => KvEventsHealth | null;
+}
+
+/** The index health as the dashboard shows it (JSON: no bigints). */
+function kvEventsView(h: KvEventsHealth | null | undefined, now: number): unknown {
+  if (!h) return null;
+  return {
+    indexedBlocks: h.indexedBlocks,
+    forgottenBlocks: h.forgottenBlocks,
+    instances: h.instances.map((i) => ({
+      instance: i.instance,
+      blocks: i.blocks,
+      lastSeq: i.lastSeq === null ? null : String(i.lastSeq),
+      lastBatchAgeMs: i.lastBatchAtMs === null ? null : now - i.lastBatchAtMs,
+      lagMs: i.lagMs,
+      gaps: i.gaps,
+      resyncs: i.resyncs,
+      error: i.error,
+    })),
+  };
 }
 
 const UNAUTHORIZED: RenderableError = Object.freeze({
@@ -75,6 +97,7 @@ export function createObservabilityRoutes(
       instances,
       recent: obs.recent.list(50),
       tracing: obs.tracing !== null,
+      kvEvents: kvEventsView(sources.kvEvents?.(), now),
     };
   }
 

@@ -243,7 +243,7 @@ export class SimCore {
       this.metrics.promptTokens.inc(promptLen);
       const cached = remote ? Math.max(localHit, Math.min(remote.num_tokens, promptLen)) : localHit;
       await delay(prefillMs(this.opts, promptLen - cached), signal);
-      this.cache.insert(hashes);
+      this.cache.insert(hashes, g.promptIds);
       if (run.hangMs !== 0) {
         if (run.hangMs < 0) await untilAborted(signal);
         else await sleep(run.hangMs, signal);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SimEngine } from './engine-profiles.js';
 import type { FaultConfig } from './faults.js';
+import type { KvEventsLayout } from './kv-events-publisher.js';
 
 export type { SimEngine };
 export type SimRole = 'prefill' | 'decode' | 'union';
@@ -39,6 +40,15 @@ export interface SimOptions {
   bootstrapTimeoutMs: number;
   /** SGLang prefill: port of its own bootstrap server (0 = any free port); also what `bootstrap_port: null` means. */
   bootstrapPort: number;
+  // KV cache events (kv-events-publisher.ts)
+  /** Bind a vLLM-format KV event publisher here (`tcp://host:port`, port `*` = any); null = off. */
+  kvEventsEndpoint: string | null;
+  /** Its replay (ROUTER) endpoint; null = none. */
+  kvEventsReplayEndpoint: string | null;
+  kvEventsTopic: string;
+  kvEventsLayout: KvEventsLayout;
+  /** Batches kept for replay (vLLM `buffer_steps`). */
+  kvEventsBufferSteps: number;
   // engine auth (src/simulator/auth.ts)
   /** `--api-key`: vLLM checks it on `/v1*`, SGLang on every route but health/ready/metrics. */
   apiKey: string | null;
@@ -84,6 +94,12 @@ export function defaultSimOptions(): SimOptions {
     bootstrapTimeoutMs: 30_000,
     // SGLang ServerArgs.disaggregation_bootstrap_port default (python/sglang/srt/server_args.py).
     bootstrapPort: 8998,
+    kvEventsEndpoint: null,
+    kvEventsReplayEndpoint: null,
+    kvEventsTopic: '',
+    kvEventsLayout: 'map',
+    // vllm/config/kv_events.py KVEventsConfig.buffer_steps default.
+    kvEventsBufferSteps: 10_000,
     apiKey: null,
     adminApiKey: null,
     maxBodyBytes: 4 * 1024 * 1024,

@@ -42,3 +42,37 @@ describe('PrefixCache', () => {
     expect(c.lookup(a, 5)).toBe(4);
   });
 });
+
+describe('PrefixCache eviction order and listener', () => {
+  it("evicts a prompt's tail first, so a partly evicted prompt keeps its head (vLLM frees in reverse)", () => {
+    const c = new PrefixCache(1, 3);
+    const a = c.blockHashes([1, 2, 3]);
+    c.insert(a);
+    c.insert(c.blockHashes([9]));
+    // Before: the head block went first and nothing of the prompt hit any more.
+    expect(c.lookup(a, 4)).toBe(2);
+  });
+
+  it('tells the listener of new runs with their parent and tokens, of evictions and clears', () => {
+    const c = new PrefixCache(2, 3);
+    const log: unknown[] = [];
+    c.listener = {
+      stored: (hashes, parent, tokens) => log.push(['stored', hashes.length, parent, [...tokens]]),
+      removed: (h) => log.push(['removed', h]),
+      cleared: () => log.push(['cleared']),
+    };
+    const a = c.blockHashes(seq(4));
+    c.insert(a, seq(4));
+    const b = c.blockHashes([...seq(4), 7, 8]);
+    c.insert(b, [...seq(4), 7, 8]); // only the third block is new
+    c.insert(c.blockHashes([50, 51]), [50, 51]); // over capacity: b's tail goes
+    c.clear();
+    expect(log).toEqual([
+      ['stored', 2, null, [0, 1, 2, 3]],
+      ['stored', 1, a[1], [7, 8]],
+      ['stored', 1, null, [50, 51]],
+      ['removed', b[2]],
+      ['cleared'],
+    ]);
+  });
+});

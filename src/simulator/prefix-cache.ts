@@ -1,13 +1,25 @@
+/** Told what the cache stores and evicts, in order (the KV event publisher, kv-events-publisher.ts). */
+export interface PrefixCacheListener {
+  /** Blocks newly cached, first to last: their hashes, the hash before the first, their tokens. */
+  stored(hashes: readonly number[], parent: number | null, tokens: readonly number[]): void;
+  removed(hash: number): void;
+  cleared(): void;
+}
+
 /**
  * Block-hashed prefix cache, like vLLM's automatic prefix caching: the prompt is cut into full
  * blocks of `blockSize` tokens; block i's hash chains block i-1's hash with its tokens, so a hit on
  * block i implies the whole prefix matches. Capacity is in blocks; least recently used blocks are
- * evicted first (a Map keeps insertion order, touching re-inserts).
+ * evicted first (a Map keeps insertion order, touching re-inserts), and within one prompt its tail
+ * first: vLLM frees a request's blocks in reverse order so that the tail blocks are evicted first
+ * (vllm-project/vllm `vllm/v1/core/single_type_kv_cache_manager.py` `SingleTypeKVCacheManager.free`,
+ * `kv_cache_coordinator.py` `pop_blocks_for_free`), so a partly evicted prompt keeps its head.
  *
  * As in vLLM v1, at most `promptTokens - 1` tokens can hit, so at least one token is computed.
  */
 export class PrefixCache {
   private readonly lru = new Map<number, true>();
+  listener: PrefixCacheListener | null = null;
 
   constructor(
     readonly blockSize: number,
@@ -44,28 +56,56 @@ export class PrefixCache {
     const maxBlocks = Math.floor(Math.max(0, promptTokens - 1) / this.blockSize);
     let hit = 0;
     while (hit < hashes.length && hit < maxBlocks && this.lru.has(hashes[hit]!)) hit++;
-    for (let i = 0; i < hit; i++) {
-      const h = hashes[i]!;
-      this.lru.delete(h);
-      this.lru.set(h, true);
-    }
+    this.touchTailFirst(hashes, hit);
     return hit * this.blockSize;
   }
 
-  /** Inserts (or refreshes) blocks, evicting least recently used ones past capacity. */
-  insert(hashes: readonly number[]): void {
+  /**
+   * Inserts (or refreshes) a prompt's blocks, evicting least recently used ones past capacity.
+   * `tokens` (the prompt) is what the listener is told of new blocks.
+   */
+  insert(hashes: readonly number[], tokens: readonly number[] = []): void {
     if (this.capacityBlocks <= 0) return;
-    for (const h of hashes) {
-      this.lru.delete(h);
-      this.lru.set(h, true);
-    }
+    if (this.listener !== null) this.announceNew(hashes, tokens);
+    this.touchTailFirst(hashes, hashes.length);
     while (this.lru.size > this.capacityBlocks) {
       const oldest = this.lru.keys().next().value as number;
       this.lru.delete(oldest);
+      this.listener?.removed(oldest);
     }
   }
 
   clear(): void {
     this.lru.clear();
+    this.listener?.cleared();
+  }
+
+  /** Re-inserts the first `n` blocks last to first: the head ends most recent, the tail goes first. */
+  private touchTailFirst(hashes: readonly number[], n: number): void {
+    for (let i = n - 1; i >= 0; i--) {
+      const h = hashes[i]!;
+      this.lru.delete(h);
+      this.lru.set(h, true);
+    }
+  }
+
+  /** Tells the listener of each run of blocks not yet cached (vLLM: one BlockStored per run). */
+  private announceNew(hashes: readonly number[], tokens: readonly number[]): void {
+    const bs = this.blockSize;
+    let i = 0;
+    while (i < hashes.length) {
+      if (this.lru.has(hashes[i]!)) {
+        i++;
+        continue;
+      }
+      let j = i;
+      while (j < hashes.length && !this.lru.has(hashes[j]!)) j++;
+      this.listener!.stored(
+        hashes.slice(i, j),
+        i === 0 ? null : hashes[i - 1]!,
+        tokens.slice(i * bs, j * bs),
+      );
+      i = j;
+    }
   }
 }

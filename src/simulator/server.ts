@@ -16,6 +16,7 @@ import type { KvPayload } from './kv-handoff.js';
 import { authGuard } from './auth.js';
 import { startSglangBootstrapServer, type SglangBootstrapServer } from './sglang-bootstrap-server.js';
 import { handleGenerate } from './sglang-generate.js';
+import type { KvEventsPublisher } from './kv-events-publisher.js';
 import { sglangServerInfo } from './sglang-server-info.js';
 
 export interface RunningSimulator {
@@ -23,6 +24,8 @@ export interface RunningSimulator {
   core: SimCore;
   /** SGLang prefill: the bound port of its bootstrap server; null otherwise. */
   bootstrapPort: number | null;
+  /** With `kvEventsEndpoint`: the bound KV event endpoints (a `*` port resolved); null otherwise. */
+  kvEvents: { endpoint: string; replayEndpoint: string | null } | null;
   close(): Promise<void>;
 }
 
@@ -138,6 +141,26 @@ export async function startSimulator(
     }
   }
   sim.bound = { url, bootstrapPort: bootstrap?.port ?? null };
+  let events: KvEventsPublisher | null = null;
+  if (opts.kvEventsEndpoint !== null) {
+    try {
+      // Loaded only when asked for: ZeroMQ is a native addon.
+      const { KvEventsPublisher } = await import('./kv-events-publisher.js');
+      events = await KvEventsPublisher.start({
+        endpoint: opts.kvEventsEndpoint,
+        replayEndpoint: opts.kvEventsReplayEndpoint,
+        topic: opts.kvEventsTopic,
+        layout: opts.kvEventsLayout,
+        bufferSteps: opts.kvEventsBufferSteps,
+        blockSize: opts.blockSize,
+      });
+    } catch (err) {
+      await Promise.all([closeServer(server), bootstrap?.close()]);
+      throw err;
+    }
+    core.cache.listener = events;
+  }
+  const kvEvents = events && { endpoint: events.endpoint, replayEndpoint: events.replayEndpoint };
   logListening(logger, {
     url,
     role: opts.role,
@@ -145,13 +168,16 @@ export async function startSimulator(
     engine_version: core.profile.version,
     engine_id: opts.engineId,
     ...(bootstrap ? { bootstrap_port: bootstrap.port } : {}),
+    ...(kvEvents ? { kv_events: kvEvents } : {}),
   });
   return {
     url,
     core,
     bootstrapPort: sim.bound.bootstrapPort,
+    kvEvents,
     async close() {
       core.abortAll('shutdown');
+      events?.close();
       core.kv.held.clear();
       await Promise.all([closeServer(server), bootstrap?.close()]);
       await core.kv.peers.close();
