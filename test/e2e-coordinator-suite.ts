@@ -41,6 +41,9 @@ export function coordinatorSuite(mode: 'direct' | 'proxy'): void {
   const common = {
     retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20 },
     timeouts: { firstTokenMs: 10_000 },
+    // the fault tests run back to back on shared instances (a persistent fault fails every migration
+    // attempt too): no test here may open a circuit for the next one; breakers are tested on their own
+    scheduling: { circuitBreaker: { failureThreshold: 1_000 } },
   };
 
   /** The trigger pair's prefill instance URL (the proxy in front of the vLLM prefill sim). */
