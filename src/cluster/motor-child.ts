@@ -96,6 +96,11 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
     };
     // 'close', not 'exit': the child's stderr is read to its end by then (it names why it failed)
     child.once('close', onEarlyExit);
+    // the node binary could not be started at all (else an uncaught 'error' event)
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new MotorChildError(`${label}: ${err.message}`, err.message));
+    });
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       opts.onLine?.(line);
