@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { onShutdown } from '../common/shutdown.js';
-import { CliError } from './cli-error.js';
+import { CliError, EXIT_BAD_INPUT } from './cli-error.js';
 import { intArg, numArg } from './number-arg.js';
 import { coordinatorSettings } from './up-settings.js';
 import {
@@ -67,7 +67,7 @@ export function registerUp(program: Command): void {
       [],
     )
     .action(async (flags: UpFlags) => {
-      countsProblem(flags);
+      refuseImpossibleCounts(flags);
       // Settings are read, validated and the coordinator's port checked before any process starts.
       const coordinator = await coordinatorSettings(flags);
       process.stdout.write(`Starting ${describe(flags)}…\n`);
@@ -92,11 +92,11 @@ export function registerUp(program: Command): void {
 }
 
 /** Instance counts that cannot serve a request are refused before anything starts. */
-function countsProblem(f: UpFlags): void {
+function refuseImpossibleCounts(f: UpFlags): void {
   if (f.prefill + f.decode + f.union === 0)
-    throw new CliError('no instances requested: give --prefill and --decode, or --union', 2);
+    throw new CliError('no instances requested: give --prefill and --decode, or --union', EXIT_BAD_INPUT);
   if (f.prefill === 0 && f.union === 0)
-    throw new CliError('--decode alone cannot serve a request: add --prefill or --union', 2);
+    throw new CliError('--decode alone cannot serve a request: add --prefill or --union', EXIT_BAD_INPUT);
 }
 
 function describe(f: UpFlags): string {
