@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
 
 /**
  * Every expected start-up failure of the built CLI is ONE line on stderr, `motor <command>: …`, with
@@ -151,4 +152,19 @@ describe('start-up errors are one line with a non-zero exit', () => {
     expect(lines[1]).toContain(hint);
     expect(run.code).not.toBe(0);
   });
+});
+
+it('motor coordinator warns once on an empty fleet it can never fill', async () => {
+  const empty = await spawnMotor(['coordinator', '--port', '0']);
+  const withManagement = await spawnMotor(['coordinator', '--port', '0', '--set', 'management.port=0'], {
+    waitFor: ['management'],
+  });
+  try {
+    const warned = (c: MotorChild) =>
+      c.logs.some((l) => l.level === 40 && /^empty fleet/.test(String(l.msg)));
+    expect(warned(empty)).toBe(true);
+    expect(warned(withManagement)).toBe(false); // instances can still register
+  } finally {
+    await Promise.all([empty.stop(), withManagement.stop()]);
+  }
 });

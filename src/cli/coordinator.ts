@@ -40,6 +40,16 @@ export function registerCoordinator(program: Command): void {
         if (!(err instanceof ConfigError)) throw err;
         throw invalidConfig(err.issues);
       }
+      if (
+        config.instances.length === 0 &&
+        config.management.port === null &&
+        config.registry.store === 'memory'
+      )
+        // nothing can ever be routed: no static instance and no way to register one
+        log.warn(
+          'empty fleet: no instances in the config, no management port and no etcd registry; ' +
+            'every request will fail',
+        );
       let running;
       try {
         running = await startCoordinator(config, log);
