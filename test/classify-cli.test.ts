@@ -50,11 +50,36 @@ describe('motor classify', () => {
       /Unsupported dispatch_profile 'magic'. Allowed values: trigger, handoff, bootstrap/,
     ],
     ['{}', ['--profile', 'fast'], /Unsupported dispatch_profile 'fast'/],
-    ['{not json', [], /cannot read/],
+    ['{not json', [], /invalid JSON/],
     ['{}', ['--engine', 'tgi'], /--engine must be one of vllm, sglang/],
   ])('exits 2 on bad input %s %o', (config, args, pattern) => {
     const run = classify(config, ...args);
     expect(run.status).toBe(2);
     expect(run.stderr).toMatch(pattern);
+  });
+
+  // issue 18 item 5: the shapes users hand to classify, as files (test/fixtures/classify)
+  it.each([
+    ['endpoint-top-level.json', 'handoff', 'kv_transfer_config.kv_connector', undefined],
+    ['vllm-serve-config.yaml', 'trigger', 'kv-transfer-config.kv_connector', undefined],
+    ['vllm-serve-config-json-string.yaml', 'handoff', 'kv-transfer-config.kv_connector', undefined],
+    ['sglang-server-args.yaml', 'bootstrap', 'engine', undefined],
+    ['sglang-server-info.json', 'bootstrap', 'engine', undefined],
+    [
+      'endpoint-both.json',
+      'handoff',
+      'deploy_config.engine_config.kv_transfer_config.kv_connector',
+      /kv_transfer_config \(top level\): deploy_config.engine_config is the engine's config/,
+    ],
+  ])('fixture %s → %s, decided by %s', (fixture, profile, decidedBy, skipped) => {
+    const file = fileURLToPath(new URL(`fixtures/classify/${fixture}`, import.meta.url));
+    const run = spawnSync(process.execPath, [bin, 'classify', file, '--json'], { encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+    const out = JSON.parse(run.stdout) as { profile: string; decidedBy: string; skipped: string[] };
+    expect(out).toMatchObject({ profile, decidedBy });
+    if (skipped) expect(out.skipped.join('\n')).toMatch(skipped);
+    else expect(out.skipped).toEqual([]);
+    const text = spawnSync(process.execPath, [bin, 'classify', file], { encoding: 'utf8' });
+    if (skipped) expect(text.stdout).toMatch(/^skipped: {6}/m);
   });
 });

@@ -1,29 +1,11 @@
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { expect, it } from 'vitest';
-
-const bin = fileURLToPath(new URL('../bin/motor.js', import.meta.url));
+import { startMotorUp } from './helpers/motor-process.js';
 
 it('motor up starts a P/D cluster, serves the openai client, and stops every process on Ctrl-C', async () => {
-  const up = spawn(
-    process.execPath,
-    [bin, 'up', '--port', '0', '--time-scale', '0', '--prefill', '1', '--decode', '1'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const exited = new Promise<number | null>((resolve) => up.once('exit', (code) => resolve(code)));
-  const lines: string[] = [];
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    up.once('exit', (code) => reject(new Error(`motor up exited early (${code}):\n${lines.join('\n')}`)));
-    createInterface({ input: up.stdout! }).on('line', (line) => {
-      lines.push(line);
-      const m = /OpenAI base URL: (\S+)/.exec(line);
-      if (m) resolve(m[1]!);
-    });
-  });
+  const up = await startMotorUp(['--port', '0', '--time-scale', '0', '--prefill', '1', '--decode', '1']);
+  const { baseUrl, lines } = up;
+  let exitCode: number | null = null;
   try {
     const client = new OpenAI({ baseURL: baseUrl, apiKey: 'unused', maxRetries: 0 });
     const completion = await client.chat.completions.create({
@@ -40,9 +22,9 @@ it('motor up starts a P/D cluster, serves the openai client, and stops every pro
     expect(dashboard).toBe(`${baseUrl.replace(/\/v1$/, '')}/dashboard`);
     expect((await fetch(dashboard!)).headers.get('content-type')).toContain('text/html');
   } finally {
-    up.kill('SIGINT');
+    exitCode = await up.interrupt();
   }
-  expect(await exited).toBe(0);
+  expect(exitCode).toBe(0);
   // Every process (2 sims, 2 proxies, 1 coordinator) is gone: each port refuses connections.
   const urls = [...lines.join('\n').matchAll(/(engine|proxy) (http:\/\/\S+)/g)].map((m) => m[2]!);
   expect(urls).toHaveLength(4);

@@ -154,11 +154,11 @@ export function registerBench(program: Command): void {
       },
       1,
     )
-    .option(
-      '--timeout <time>',
-      'per-request bound on waiting for headers and between body chunks (default 300s)',
-      parseDuration,
-      300_000,
+    .addOption(
+      // shown as a duration, as it is given (`--timeout 30s`), not as the milliseconds it becomes
+      new Option('--timeout <time>', 'per-request bound on waiting for headers and between body chunks')
+        .argParser(parseDuration)
+        .default(300_000, '300s'),
     )
     .option('--ignore-eos', 'send ignore_eos:true (vLLM/SGLang) so every output reaches --max-tokens')
     .option(

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { readFile } from 'node:fs/promises';
+import { EXIT_BAD_INPUT } from './cli-error.js';
+import { readStructuredFile, StructuredFileError } from '../common/structured-file.js';
 // Direct module imports, not the protocol index: the CLI start-up need not load the zod schemas.
 import { dispatchCapabilitiesForProfile, DispatchProfileError } from '../protocol/classification.js';
 import { ENGINE_KINDS, explainEngineProfile, type EngineKind } from '../protocol/engine-profile.js';
@@ -10,16 +11,14 @@ interface ClassifyOptions {
   json?: boolean;
 }
 
-/** Exit code for bad input (unreadable file, invalid JSON, invalid dispatch_profile). */
-const EXIT_BAD_INPUT = 2;
-
 export function registerClassify(program: Command): void {
   program
     .command('classify')
     .description('print the dispatch profile and capabilities of an engine config, and which key decided')
     .argument(
-      '<engine-config.json>',
-      'vLLM engine config (kv_transfer_config, dispatch_profile) or endpoint config (engine_type, deploy_config)',
+      '<engine-config>',
+      'JSON or YAML: vLLM engine config (kv_transfer_config, dispatch_profile), vLLM or SGLang --config ' +
+        'file (kv-transfer-config; disaggregation-mode), or endpoint config (engine_type, deploy_config)',
     )
     .option(
       '--engine <kind>',
@@ -42,9 +41,10 @@ async function classify(file: string, opts: ClassifyOptions): Promise<number> {
   }
   let config: unknown;
   try {
-    config = JSON.parse(await readFile(file, 'utf8'));
+    config = await readStructuredFile(file, 'engine config');
   } catch (err) {
-    console.error(`motor classify: cannot read ${file}: ${(err as Error).message}`);
+    if (!(err instanceof StructuredFileError)) throw err;
+    console.error(`motor classify: ${err.message}`);
     return EXIT_BAD_INPUT;
   }
   let explanation;
@@ -66,5 +66,6 @@ async function classify(file: string, opts: ClassifyOptions): Promise<number> {
     `capabilities: ${capabilities.length ? capabilities.join(', ') : '(none: fail closed, not routable for P/D)'}`,
   );
   console.log(`decided by:   ${explanation.decidedBy} (${explanation.reason})`);
+  for (const note of explanation.skipped) console.log(`skipped:      ${note}`);
   return 0;
 }

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import type { ConfigFlags } from '../config/coordinator-config.js';
+import { listenErrorText } from '../common/os-errors.js';
+import { CliError, EXIT_BAD_INPUT, firstLine, invalidConfig } from './cli-error.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -20,32 +22,45 @@ export function registerCoordinator(program: Command): void {
         { ConfigError, loadCoordinatorConfig },
         { startCoordinator },
         { RegistryError },
+        { StructuredFileError },
       ] = await Promise.all([
         import('../common/logger.js'),
         import('../common/shutdown.js'),
         import('../config/coordinator-config.js'),
         import('../coordinator/coordinator.js'),
         import('../registry/instance-record.js'),
+        import('../common/structured-file.js'),
       ]);
       const log = createLogger('motor-coordinator');
       let config;
       try {
         config = await loadCoordinatorConfig(flags);
       } catch (err) {
+        if (err instanceof StructuredFileError) throw new CliError(err.message, EXIT_BAD_INPUT);
         if (!(err instanceof ConfigError)) throw err;
-        console.error(`motor coordinator: ${err.message}`);
-        process.exitCode = 2;
-        return;
+        throw invalidConfig(err.issues);
       }
+      if (
+        config.instances.length === 0 &&
+        config.management.port === null &&
+        config.registry.store === 'memory'
+      )
+        // nothing can ever be routed: no static instance and no way to register one
+        log.warn(
+          'empty fleet: no instances in the config, no management port and no etcd registry; ' +
+            'every request will fail',
+        );
       let running;
       try {
         running = await startCoordinator(config, log);
       } catch (err) {
-        // etcd unreachable, a static instance the registry refuses: one line, no stack
-        if (!(err instanceof RegistryError)) throw err;
-        console.error(`motor coordinator: ${err.message}`);
-        process.exitCode = 1;
-        return;
+        // etcd unreachable, a static instance the registry refuses
+        if (err instanceof RegistryError) throw new CliError(firstLine(err.message));
+        const listen = listenErrorText(err);
+        if (listen === undefined) throw err;
+        const port = (err as { port?: unknown }).port;
+        const key = port === config.management.port ? 'management.port' : 'server.port';
+        throw new CliError(`${listen} (${key})`);
       }
       onShutdown(() => running.close());
     });

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { readFile } from 'node:fs/promises';
 import { intArg } from './number-arg.js';
 import { parsePeerSecrets, PEER_SECRET_ENV, type PeerSecretSource } from '../common/peer-secrets.js';
+import { listenErrorText } from '../common/os-errors.js';
+import { readStructuredFile, StructuredFileError } from '../common/structured-file.js';
 import { serverLimitsProblem } from '../common/server-limits.js';
 import { bootstrapHostProblem } from '../engine-proxy/bootstrap-host.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from '../engine-proxy/options.js';
@@ -69,7 +70,7 @@ export function registerEngineProxy(program: Command): void {
     )
     .option(
       '--engine-config <file>',
-      'engine config JSON (vLLM kv_transfer_config / dispatch_profile, or endpoint config); required for prefill/decode',
+      'engine config, JSON or YAML (as `motor classify` reads it); required for prefill/decode',
     )
     .addOption(
       new Option('--engine <kind>', 'engine kind (default: engine_type in the config, else vllm)').choices([
@@ -258,7 +259,7 @@ export function registerEngineProxy(program: Command): void {
       try {
         server = await startEngineProxy(opts, logger);
       } catch (err) {
-        console.error(`motor engine-proxy: ${(err as Error).message}`);
+        console.error(`motor engine-proxy: ${listenErrorText(err) ?? (err as Error).message}`);
         process.exitCode = 2;
         return;
       }
@@ -331,9 +332,10 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
   let config: unknown = {};
   if (cli.engineConfig !== undefined) {
     try {
-      config = JSON.parse(await readFile(cli.engineConfig, 'utf8'));
+      config = await readStructuredFile(cli.engineConfig, '--engine-config');
     } catch (err) {
-      return `cannot read --engine-config ${cli.engineConfig}: ${(err as Error).message}`;
+      if (!(err instanceof StructuredFileError)) throw err;
+      return err.message;
     }
   } else if (cli.role !== 'union') {
     return `--engine-config is required for role ${cli.role} (its KV connector decides the dispatch capabilities)`;

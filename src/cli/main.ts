@@ -1,8 +1,21 @@
 import { readFileSync } from 'node:fs';
+import { expectedError } from './cli-error.js';
 import { createProgram } from './program.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
 
-await createProgram(pkg.version).parseAsync(process.argv);
+const program = createProgram(pkg.version);
+let command = '';
+program.hook('preAction', (_root, action) => {
+  command = action.name();
+});
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  const expected = expectedError(err);
+  if (expected === undefined) throw err;
+  console.error(`motor ${command}: ${expected.message}`);
+  process.exitCode = expected.exitCode;
+}

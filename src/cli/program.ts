@@ -7,7 +7,11 @@ export function createProgram(version: string): Command {
     .name('motor')
     .description('Prefill/decode disaggregated LLM serving coordinator')
     .version(version)
-    .showHelpAfterError();
+    .showHelpAfterError(usageHint('motor'));
   for (const register of commands) register(program);
+  // A usage error prints itself and this one line, not the whole help (68 lines for `motor sim`).
+  for (const command of program.commands) command.showHelpAfterError(usageHint(`motor ${command.name()}`));
   return program;
 }
+
+const usageHint = (command: string): string => `(see '${command} --help' for usage)`;

@@ -3,6 +3,8 @@ import { Option } from 'commander';
 import { ENGINE_VERSIONS, resolveProfile } from '../simulator/engine-profiles.js';
 import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
 import type { FaultConfig } from '../simulator/faults.js';
+import { listenErrorText } from '../common/os-errors.js';
+import { CliError, EXIT_BAD_INPUT } from './cli-error.js';
 import { intArg, numArg } from './number-arg.js';
 
 /** `motor sim`: a vLLM/SGLang-compatible fake engine (docs/simulator.md; flags in docs/cli.md). */
@@ -198,8 +200,7 @@ export function registerSim(program: Command): void {
       try {
         resolveProfile(o.engine as SimOptions['engine'], (o.engineVersion as string | undefined) ?? null);
       } catch (err) {
-        console.error(`motor sim: ${(err as Error).message}`);
-        process.exit(1);
+        throw new CliError((err as Error).message, EXIT_BAD_INPUT);
       }
       const faults: Partial<FaultConfig> = {};
       const map: Array<[string, keyof FaultConfig]> = [
@@ -268,8 +269,12 @@ export function registerSim(program: Command): void {
       try {
         sim = await startSimulator(opts, logger);
       } catch (err) {
-        console.error(`motor sim: ${(err as Error).message}`);
-        process.exit(1);
+        const listen = listenErrorText(err);
+        if (listen !== undefined) throw new CliError(listen);
+        // the SGLang bootstrap server's failure carries the listen error as its cause
+        const bootstrap = listenErrorText((err as Error).cause);
+        if (bootstrap !== undefined) throw new CliError(`${bootstrap} (--bootstrap-port)`);
+        throw err;
       }
       onShutdown(() => sim.close());
     });

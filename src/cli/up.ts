@@ -1,13 +1,29 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { onShutdown } from '../common/shutdown.js';
+import { CliError, EXIT_BAD_INPUT } from './cli-error.js';
 import { intArg, numArg } from './number-arg.js';
-import { startLocalCluster, type LocalCluster, type LocalClusterOptions } from '../cluster/local-cluster.js';
+import { coordinatorSettings } from './up-settings.js';
+import {
+  ClusterStartError,
+  startLocalCluster,
+  type LocalCluster,
+  type LocalClusterOptions,
+} from '../cluster/local-cluster.js';
 
-/** The flags: the cluster options, with commander's optional `--direct` and repeatable `--sim-arg`. */
-interface UpFlags extends Omit<LocalClusterOptions, 'direct' | 'simArgs' | 'onStarted'> {
+/** The flags: the cluster options, with commander's optional `--direct` and repeatable flags. */
+export interface UpFlags extends Omit<
+  LocalClusterOptions,
+  'direct' | 'simArgs' | 'onStarted' | 'coordinator'
+> {
   direct?: boolean;
   simArg: string[];
+  /** Coordinator config file merged over the generated one. */
+  config?: string;
+  /** Coordinator `path=value` overrides. */
+  set: string[];
 }
+
+const collect = (v: string, p: string[]): string[] => [...p, v];
 
 export function registerUp(program: Command): void {
   program
@@ -37,24 +53,50 @@ export function registerUp(program: Command): void {
     .option(
       '--sim-arg <arg>',
       'extra flag passed to every simulator, repeatable (e.g. --sim-arg=--itl-ms=5)',
-      (v: string, p: string[]) => [...p, v],
+      collect,
+      [],
+    )
+    .option(
+      '-c, --config <file>',
+      'coordinator config (YAML or JSON) merged over the generated one; everything but instances',
+    )
+    .option(
+      '--set <path=value>',
+      'override a coordinator config key, value parsed as YAML, repeatable (e.g. --set retry.maxAttempts=5)',
+      collect,
       [],
     )
     .action(async (flags: UpFlags) => {
-      if (flags.prefill + flags.decode + flags.union === 0)
-        throw new InvalidArgumentError('no instances requested');
+      refuseImpossibleCounts(flags);
+      // Settings are read, validated and the coordinator's port checked before any process starts.
+      const coordinator = await coordinatorSettings(flags);
       process.stdout.write(`Starting ${describe(flags)}…\n`);
-      const cluster = await startLocalCluster({
-        ...flags,
-        direct: flags.direct ?? false,
-        simArgs: flags.simArg,
-      });
+      let cluster;
+      try {
+        cluster = await startLocalCluster({
+          ...flags,
+          direct: flags.direct ?? false,
+          simArgs: flags.simArg,
+          coordinator,
+        });
+      } catch (err) {
+        if (err instanceof ClusterStartError) throw new CliError(err.message);
+        throw err;
+      }
       onShutdown(async () => {
         process.stdout.write('\nStopping the cluster…\n');
         await cluster.stop();
       });
       process.stdout.write(banner(cluster, flags.model));
     });
+}
+
+/** Instance counts that cannot serve a request are refused before anything starts. */
+function refuseImpossibleCounts(f: UpFlags): void {
+  if (f.prefill + f.decode + f.union === 0)
+    throw new CliError('no instances requested: give --prefill and --decode, or --union', EXIT_BAD_INPUT);
+  if (f.prefill === 0 && f.union === 0)
+    throw new CliError('--decode alone cannot serve a request: add --prefill or --union', EXIT_BAD_INPUT);
 }
 
 function describe(f: UpFlags): string {

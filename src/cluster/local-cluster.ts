@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { PEER_SECRET_ENV } from '../common/peer-secrets.js';
-import { spawnMotor, type MotorChild } from './motor-child.js';
+import { mergeDeep } from '../config/merge-deep.js';
+import { MotorChildError, spawnMotor, type MotorChild } from './motor-child.js';
 
 export type ClusterProfile = 'handoff' | 'trigger' | 'bootstrap';
 
@@ -23,8 +24,21 @@ export interface LocalClusterOptions {
   direct: boolean;
   /** Extra `motor sim` flags for every simulator. */
   simArgs: string[];
+  /**
+   * Coordinator settings merged over the generated config (`motor up --config` / `--set`); anything
+   * but `instances`, which the cluster owns.
+   */
+  coordinator?: Record<string, unknown>;
   /** Called with each started process (for progress output). */
   onStarted?: (what: string, url: string) => void;
+}
+
+/** A process of the cluster did not start; the message is one line naming it and why. */
+export class ClusterStartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ClusterStartError';
+  }
 }
 
 export interface ClusterInstance {
@@ -63,8 +77,15 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
   // authenticated by default.
   const env = { ...process.env, [PEER_SECRET_ENV]: randomBytes(32).toString('base64url') };
   const started = async (what: string, args: string[]): Promise<MotorChild> => {
-    // Generous: a loaded machine (or a cold cache) can take many seconds to start a Node process.
-    const child = await spawnMotor(args, { timeoutMs: 60_000, env });
+    let child: MotorChild;
+    try {
+      // Generous: a loaded machine (or a cold cache) can take many seconds to start a Node process.
+      child = await spawnMotor(args, { timeoutMs: 60_000, env });
+    } catch (err) {
+      // the child's own one-line error (`motor coordinator: port 8000 … in use`) names the cause
+      if (err instanceof MotorChildError) throw new ClusterStartError(`${what} did not start: ${err.reason}`);
+      throw err;
+    }
     children.push(child);
     opts.onStarted?.(what, child.url);
     return child;
@@ -79,13 +100,8 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
         connector ? { kv_transfer_config: { kv_connector: connector } } : { engine_type: engine },
       ),
     );
-    const roles = [
-      ...Array<'prefill'>(opts.prefill).fill('prefill'),
-      ...Array<'decode'>(opts.decode).fill('decode'),
-      ...Array<'union'>(opts.union).fill('union'),
-    ];
     const instances = await Promise.all(
-      roles.map(async (role, i): Promise<ClusterInstance> => {
+      clusterRoles(opts).map(async (role, i): Promise<ClusterInstance> => {
         const simArgs = ['sim', '--role', role, '--engine', engine, '--model', opts.model];
         simArgs.push(
           '--time-scale',
@@ -113,33 +129,60 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
       }),
     );
     const configFile = join(dir, 'motor.yaml');
-    await writeFile(
-      configFile,
-      stringify({
-        server: { host: opts.host, port: opts.port },
-        // Through engine proxies `{url, role}` is enough: the coordinator discovers engine, profile,
-        // capabilities and models from each proxy. Stock engines must be described.
-        instances: instances.map((inst, i) =>
-          opts.direct
-            ? {
-                id: `${inst.role}-${i}`,
-                url: inst.url,
-                role: inst.role,
-                mode: 'direct',
-                engine,
-                dispatchProfile: opts.profile,
-                models: [opts.model],
-              }
-            : { id: `${inst.role}-${i}`, url: inst.url, role: inst.role },
-        ),
-        dispatch: { fallbackToSingle: true },
-        ...(opts.direct ? {} : { engineProxy: { peerSecretEnv: PEER_SECRET_ENV } }),
-      }),
-    );
+    await writeFile(configFile, stringify(clusterCoordinatorConfig(opts, instances)));
     const coordinator = await started('coordinator', ['coordinator', '--config', configFile]);
     return { baseUrl: coordinator.url, instances, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** The role of each instance, in the order of their ids (`prefill-0`, …, `decode-2`, …). */
+export function clusterRoles(
+  counts: Pick<LocalClusterOptions, 'prefill' | 'decode' | 'union'>,
+): ClusterInstance['role'][] {
+  return [
+    ...Array<'prefill'>(counts.prefill).fill('prefill'),
+    ...Array<'decode'>(counts.decode).fill('decode'),
+    ...Array<'union'>(counts.union).fill('union'),
+  ];
+}
+
+/**
+ * The coordinator config of a local cluster: its instances (by URL), the listen address, and the
+ * caller's `coordinator` settings merged over the defaults. `motor up` also builds it with placeholder
+ * URLs to validate the settings before it starts anything.
+ */
+export function clusterCoordinatorConfig(
+  opts: Omit<LocalClusterOptions, 'onStarted' | 'simArgs' | 'timeScale'>,
+  instances: readonly Pick<ClusterInstance, 'role' | 'url'>[],
+): Record<string, unknown> {
+  const engine = opts.profile === 'bootstrap' ? 'sglang' : 'vllm';
+  const generated = {
+    server: { host: opts.host, port: opts.port },
+    // Through engine proxies `{url, role}` is enough: the coordinator discovers engine, profile,
+    // capabilities and models from each proxy. Stock engines must be described.
+    instances: instances.map((inst, i) =>
+      opts.direct
+        ? {
+            id: `${inst.role}-${i}`,
+            url: inst.url,
+            role: inst.role,
+            mode: 'direct',
+            engine,
+            dispatchProfile: opts.profile,
+            models: [opts.model],
+          }
+        : { id: `${inst.role}-${i}`, url: inst.url, role: inst.role },
+    ),
+    dispatch: { fallbackToSingle: true },
+    // the proxies require the cluster's peer secret (startLocalCluster puts it in every child's env)
+    ...(opts.direct ? {} : { engineProxy: { peerSecretEnv: PEER_SECRET_ENV } }),
+    // Union instances beside P/D pairs are only a fallback by default; here they serve short prompts.
+    ...(opts.union > 0 && opts.prefill + opts.decode > 0
+      ? { scheduling: { disaggregation: { mode: 'conditional' } } }
+      : {}),
+  };
+  return mergeDeep(generated, opts.coordinator ?? {}) as Record<string, unknown>;
 }

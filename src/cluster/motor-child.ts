@@ -19,6 +19,25 @@ export interface MotorChild {
   stop(killAfterMs?: number): Promise<void>;
 }
 
+/** `motor <args>` exited, or did not listen in time, before it was up. */
+export class MotorChildError extends Error {
+  constructor(
+    message: string,
+    /** One line: the child's own `motor <command>: …` error line, else what happened. */
+    readonly reason: string,
+  ) {
+    super(message);
+    this.name = 'MotorChildError';
+  }
+}
+
+/** The child's one-line start-up error (cli-error.ts prints `motor <command>: …`), if it printed one. */
+function stderrReason(stderr: string, fallback: string): string {
+  const lines = stderr.split('\n').map((l) => l.trim());
+  const own = lines.find((l) => l.startsWith('motor '));
+  return own ?? fallback;
+}
+
 export interface SpawnMotorOptions {
   timeoutMs?: number;
   env?: NodeJS.ProcessEnv;
@@ -67,13 +86,21 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${label} did not listen within ${timeoutMs} ms\n${stderr}`));
+      const what = `did not listen within ${timeoutMs} ms`;
+      reject(new MotorChildError(`${label} ${what}\n${stderr}`, stderrReason(stderr, what)));
     }, timeoutMs);
     const onEarlyExit = (code: number | null): void => {
       clearTimeout(timer);
-      reject(new Error(`${label} exited with ${code} before listening\n${stderr}`));
+      const what = `exited with ${code} before listening`;
+      reject(new MotorChildError(`${label} ${what}\n${stderr}`, stderrReason(stderr, what)));
     };
-    child.once('exit', onEarlyExit);
+    // 'close', not 'exit': the child's stderr is read to its end by then (it names why it failed)
+    child.once('close', onEarlyExit);
+    // the node binary could not be started at all (else an uncaught 'error' event)
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new MotorChildError(`${label}: ${err.message}`, err.message));
+    });
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       opts.onLine?.(line);
@@ -93,7 +120,7 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
         if (!(opts.waitFor ?? []).includes(named)) mainUrl ??= entry.url;
         if (mainUrl === undefined || !(opts.waitFor ?? []).every((n) => n in urls)) return;
         clearTimeout(timer);
-        child.off('exit', onEarlyExit);
+        child.off('close', onEarlyExit);
         if (opts.followLogs === false) {
           lines.close();
           child.stdout!.resume();

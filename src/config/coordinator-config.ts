@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import type { PeerSecretSource } from '../common/peer-secrets.js';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { readStructuredMapping } from '../common/structured-file.js';
 import {
   dispatchCapabilitiesForProfile,
   dispatchPlansFromCapabilities,
@@ -421,23 +421,8 @@ export async function loadCoordinatorConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<CoordinatorConfig> {
   const file = flags.config ?? env.MOTOR_CONFIG;
-  let fromFile: unknown = {};
-  if (file) {
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      throw new ConfigError([`${file}: ${(err as Error).message}`]);
-    }
-    try {
-      fromFile = parseYaml(text) ?? {};
-    } catch (err) {
-      throw new ConfigError([`${file}: invalid YAML: ${(err as Error).message}`]);
-    }
-    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
-      throw new ConfigError([`${file}: expected a mapping at the top level`]);
-    }
-  }
+  // a missing or unreadable file throws StructuredFileError: "config file x.yaml: not found"
+  const fromFile = file ? await readStructuredMapping(file, 'config file') : {};
   return validateCoordinatorConfig(
     mergeDeep(mergeDeep(fromFile, configFromEnv(env)), configFromFlags(flags)),
     env,

@@ -137,7 +137,7 @@ export async function startSimulator(
       });
     } catch (err) {
       await closeServer(server);
-      throw new Error(`bootstrap port ${opts.bootstrapPort}: ${(err as Error).message}`);
+      throw new Error(`bootstrap port ${opts.bootstrapPort}: ${(err as Error).message}`, { cause: err });
     }
   }
   sim.bound = { url, bootstrapPort: bootstrap?.port ?? null };

@@ -31,8 +31,10 @@ export class ClientSink {
     return this.res.write(chunk);
   }
 
-  endStream(): void {
-    if (!this.res.writableEnded) this.res.end(SSE_DONE_FRAME);
+  /** Ends the stream with `data: [DONE]`, after `tail` (the last frames) in the same write. */
+  endStream(tail: Buffer | null = null): void {
+    if (this.res.writableEnded) return;
+    this.res.end(tail === null ? SSE_DONE_FRAME : Buffer.concat([tail, Buffer.from(SSE_DONE_FRAME)]));
   }
 
   /** After commit: an error frame (unless null: the engine's own frame was already relayed), then [DONE]. */

@@ -20,11 +20,13 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
   const body = res.body;
   return new Promise<MotorError | null>((resolve) => {
     let settled = false;
+    /** The frames that came with the engine's [DONE]: they leave with our terminator, in one write. */
+    let tail: Buffer | null = null;
     const settle = (err: MotorError | null): void => {
       if (settled) return;
       settled = true;
       if (err === null) {
-        sink.endStream();
+        sink.endStream(tail);
         resolve(null);
         return;
       }
@@ -81,9 +83,11 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
         } else {
           attempt.touch();
         }
-        if (last) sink.res.cork();
         if (migration.recording) migration.sent.record(out);
-        if (!sink.write(out) && !last) {
+        // Not res.cork() + end() + uncork(): Node 22 drops what was written while corked when end()
+        // comes first (22.23.5; 20 and 24 send it), so the last frames go into end() itself.
+        if (last) tail = out;
+        else if (!sink.write(out)) {
           // Backpressure: the upstream waits for the client, whose stall is its own (attempt.ts).
           body.pause();
           attempt.clientStalled();
@@ -93,10 +97,7 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
           });
         }
       }
-      if (last) {
-        settle(null);
-        if (out !== null) sink.res.uncork();
-      }
+      if (last) settle(null);
     });
     body.on('end', () => settle(endOfBody(relay, leg)));
     body.on('error', (err) => settle(attempt.failure ?? leg.connectionError(err)));
