@@ -1,4 +1,5 @@
 import { clusterCoordinatorConfig, clusterRoles } from '../cluster/local-cluster.js';
+import { PEER_SECRET_ENV } from '../common/peer-secrets.js';
 import { CliError, EXIT_BAD_INPUT, invalidConfig } from './cli-error.js';
 import { assertPortFree } from './port-free.js';
 import type { UpFlags } from './up.js';
@@ -47,7 +48,9 @@ export async function coordinatorSettings(flags: UpFlags): Promise<Record<string
   );
   let resolved;
   try {
-    resolved = config.validateCoordinatorConfig(mergeDeep(generated, config.configFromEnv(process.env)));
+    // the cluster's peer secret is made when the children start (local-cluster.ts): a stand-in here
+    const env = { ...process.env, [PEER_SECRET_ENV]: process.env[PEER_SECRET_ENV] ?? 'x'.repeat(32) };
+    resolved = config.validateCoordinatorConfig(mergeDeep(generated, config.configFromEnv(env)), env);
   } catch (err) {
     if (err instanceof config.ConfigError) throw invalidConfig(err.issues);
     throw err;
