@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MotorChild } from '../src/cluster/motor-child.js';
+import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
 import { http } from '../src/simulator/testing.js';
 import {
   eventually,
@@ -59,6 +59,8 @@ beforeAll(async () => {
       tenantIsolation: 'api-key',
       headersTimeoutMs: 2_000, // short (idle sockets), yet above event-loop lag on a loaded 2-core machine
       requestTimeoutMs: 30_000,
+      // 50 concurrent 4 MiB bodies (finding 7) wait for room instead of all being held at once
+      maxInflightBodyBytes: 16 * 1024 * 1024,
     },
     // one failure opens a circuit: any charge an attack causes shows at once
     scheduling: { circuitBreaker: { failureThreshold: 1 } },
@@ -225,6 +227,29 @@ describe('the adversarial run, repeated (issue 15)', () => {
     await noCircuitOpened();
   });
 
+  it('finding 7: 50 concurrent 4 MiB bodies are admitted a budget at a time; a 259k-key body is refused unparsed', async () => {
+    const before = await rssMiB(coord.child.child.pid!);
+    const filler = 'z'.repeat(4 * 1024 * 1024 - 200);
+    const big = JSON.stringify(chat(filler));
+    const keys = `{${Array.from({ length: 259_000 }, (_, i) => `"k${i}":0`).join(',')}}`;
+    const [bigAnswers, keyAnswer] = await Promise.all([
+      Promise.all(
+        Array.from({ length: 50 }, () =>
+          http(coord.url, 'POST', '/v1/chat/completions', big, auth(KEYS.alice)),
+        ),
+      ),
+      http(coord.url, 'POST', '/v1/chat/completions', keys, auth(KEYS.bob)),
+      served(KEYS.bob),
+    ]);
+    // each is the decode engine's refusal of its oversized leg (its limit is 1 MiB): the client's, not the engine's
+    for (const a of bigAnswers) expect(a.status, a.text).toBe(413);
+    expect(keyAnswer.status, keyAnswer.text).toBe(413);
+    expect(keyAnswer.text).toContain('keys');
+    expect(await rssMiB(coord.child.child.pid!)).toBeLessThan(before + 400);
+    await served();
+    await noCircuitOpened();
+  });
+
   it('finding 8: the same prompt from two API keys reaches the engines with different cache salts', async () => {
     await Promise.all([resetSim(prefill), resetSim(decode)]);
     const prompt = 'the shared system prompt '.repeat(20);
@@ -235,6 +260,31 @@ describe('the adversarial run, repeated (issue 15)', () => {
     expect(salts[0]).toEqual(expect.any(String));
     expect(salts[1]).toEqual(expect.any(String));
     expect(salts[0]).not.toBe(salts[1]);
+  });
+
+  it('finding 3: an engine proxy refuses a stop (or any dispatch) without the peer secret, and names no ids', async () => {
+    // a union proxy needs no engine config; the routes and their check are the same for every role
+    const proxy = await spawnMotor(
+      ['engine-proxy', '--engine-url', decode.url, '--role', 'union', '--port', '0'],
+      { env: { ...process.env, MOTOR_PEER_SECRET: 'a-peer-secret-of-32-characters!!' }, timeoutMs: 60_000 },
+    );
+    try {
+      const stop = {
+        root_request_id: 'victim',
+        pair_id: 'guessed-pair',
+        attempt_seq: 1,
+        reason: 'client_disconnect',
+      };
+      for (const headers of [{}, { 'x-motor-peer-secret': 'a-wrong-secret-of-32-characters!!' }]) {
+        const r = await http(proxy.url, 'POST', '/v1/dispatch/stop', stop, headers);
+        expect(r.status, r.text).toBe(401);
+        expect(r.text).not.toContain('pair');
+      }
+      const r = await http(proxy.url, 'POST', '/v1/chat/completions', chat('hi'), {});
+      expect(r.status).toBe(401);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('leaves nothing running on the engines', async () => {
