@@ -275,7 +275,11 @@ describe('the adversarial run, repeated (issue 15)', () => {
         attempt_seq: 1,
         reason: 'client_disconnect',
       };
-      for (const headers of [{}, { 'x-motor-peer-secret': 'a-wrong-secret-of-32-characters!!' }]) {
+      const attempts: Record<string, string>[] = [
+        {},
+        { 'x-motor-peer-secret': 'a-wrong-secret-of-32-characters!!' },
+      ];
+      for (const headers of attempts) {
         const r = await http(proxy.url, 'POST', '/v1/dispatch/stop', stop, headers);
         expect(r.status, r.text).toBe(401);
         expect(r.text).not.toContain('pair');
