@@ -71,6 +71,8 @@ export interface TargetResult {
   outputTokens: number;
   /** cached / prompt tokens over successful requests (NaN when no prompt tokens were reported). */
   prefixCacheHitRate: number;
+  /** `--trace` with `--oracle-instances`: the offline oracle's hit rate over the same trace (prefix-oracle.ts). */
+  oracleHitRate?: number;
   errors: Record<string, number>;
   /** One example message per error kind. */
   errorExamples: Record<string, string>;
