@@ -58,7 +58,7 @@ describe('motor bench --trace (process)', () => {
     writeFileSync(trace, multiTurnTrace());
     const json = join(dir, 'trace.json');
     const { code, stdout, stderr } = await bench([
-      ...['--url', `${sim.url}/v1`, '--trace', trace, '--trace-format', 'mooncake', '--time-scale', '10'],
+      ...['--url', `${sim.url}/v1`, '--trace', trace, '--trace-format', 'mooncake', '--time-scale', '0.1'],
       ...['--oracle-instances', '1', '--seed', '77', '--no-progress', '--json', json],
     ]);
     expect(code, stderr).toBe(0);
@@ -70,7 +70,7 @@ describe('motor bench --trace (process)', () => {
     expect(report.settings).toMatchObject({
       workload: 'mooncake-trace',
       traceRecords: 9,
-      load: { kind: 'trace', file: trace, format: 'mooncake', timeScale: 10 },
+      load: { kind: 'trace', file: trace, format: 'mooncake', timeScale: 0.1 },
       stop: { requests: 9 },
     });
     const oracle = report.settings.oracle as OracleResult;

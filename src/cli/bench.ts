@@ -193,8 +193,8 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--time-scale <x>',
-      'trace arrivals sped up x times (2 = twice as fast, 0.5 = half speed)',
-      numberArg('--time-scale', { exclusiveMin: true }),
+      'multiplies the gaps between trace arrivals, as motor sim --time-scale multiplies its delays: 0.1 = ten times faster, 0 = all at once',
+      numberArg('--time-scale'),
       1,
     )
     .option(
@@ -263,7 +263,7 @@ async function traceSetup(
 function loadLabel(load: LoadShape, timeScale: number): string {
   if (load.kind === 'closed') return `concurrency ${load.concurrency}`;
   if (load.kind === 'open') return `${load.rate} req/s Poisson`;
-  return `trace arrivals ×${timeScale}`;
+  return `trace arrivals, gaps ×${timeScale}`;
 }
 
 async function runBench(flags: BenchFlags): Promise<number> {

@@ -52,13 +52,14 @@ describe('parseMooncakeTrace', () => {
 });
 
 describe('traceArrivals', () => {
-  it('offsets from the first record, divided by the time scale', () => {
+  it('offsets from the first record, multiplied by the time scale', () => {
     const records = parseMooncakeTrace(
       [rec(1000, 10, [1]), rec(1500, 10, [2]), rec(3000, 10, [3])].join('\n'),
     );
     expect(traceArrivals(records, 1)).toEqual([0, 500, 2000]);
-    expect(traceArrivals(records, 10)).toEqual([0, 50, 200]);
-    expect(() => traceArrivals(records, 0)).toThrow('time scale must be > 0');
+    expect(traceArrivals(records, 0.1)).toEqual([0, 50, 200]);
+    expect(traceArrivals(records, 0)).toEqual([0, 0, 0]);
+    expect(() => traceArrivals(records, -1)).toThrow('time scale must be a number ≥ 0');
   });
 });
 

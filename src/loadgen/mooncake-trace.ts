@@ -62,11 +62,14 @@ export function parseMooncakeTrace(text: string): TraceRecord[] {
   return out;
 }
 
-/** Arrival offsets (ms after the first record) divided by `timeScale` (2 = twice as fast). */
+/**
+ * Arrival offsets (ms after the first record) multiplied by `timeScale`, as `motor sim --time-scale`
+ * multiplies its delays: 0.1 replays ten times faster, 0 sends every request at once.
+ */
 export function traceArrivals(records: readonly TraceRecord[], timeScale: number): number[] {
-  if (!(timeScale > 0)) throw new Error('time scale must be > 0');
+  if (!(timeScale >= 0) || !Number.isFinite(timeScale)) throw new Error('time scale must be a number ≥ 0');
   const t0 = records[0]?.timestampMs ?? 0;
-  return records.map((r) => (r.timestampMs - t0) / timeScale);
+  return records.map((r) => (r.timestampMs - t0) * timeScale);
 }
 
 /**
