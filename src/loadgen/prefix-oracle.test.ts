@@ -21,7 +21,17 @@ const ROWS: [
   ['cold requests spread over instances', [r([1]), r([2]), r([3])], 2, 10, 0, [2, 1]],
   ['a repeated prompt hits all its full blocks', [r([1, 2]), r([1, 2])], 1, 10, 2, [2]],
   ['a shared prefix follows its instance', [r([1, 2]), r([9]), r([1, 2, 3])], 2, 10, 2, [2, 1]],
-  ['a partial last block is never cached', [r([1, 2], 100), r([1, 2], 100)], 1, 10, 1, [2]],
+  // a repeated prompt with a partial last block (Mooncake's own example repeats [46, 47] at 655 tokens)
+  ['a partial last block hits with its tokens', [r([1, 2], 100), r([1, 2], 100)], 1, 10, 1 + 100 / B, [2]],
+  ['a full block hits only the partial tokens held', [r([1, 2], 100), r([1, 2, 3])], 1, 10, 1 + 100 / B, [2]],
+  [
+    'a longer partial block counts only what is held',
+    [r([1, 2], 100), r([1, 2], 300)],
+    1,
+    10,
+    1 + 100 / B,
+    [2],
+  ],
   ['LRU evicts the least recently used', [r([1]), r([2]), r([3]), r([1])], 1, 2, 0, [4]],
   ['recently used blocks survive', [r([1]), r([2]), r([1]), r([3]), r([1])], 1, 2, 2, [5]],
   // capacity 2, prompt [1,2,3]: touched 3,2,1 → 3 evicted, the head 1,2 stays

@@ -17,33 +17,49 @@ export interface OracleResult {
 }
 
 /**
- * An LRU set of block ids. A request touches its blocks last to first, so a prompt's head is the
- * most recently used and its tail is evicted first — as vLLM frees a request's blocks in reverse
- * order (vllm/v1/core/single_type_kv_cache_manager.py, SingleTypeKVCacheManager.free).
+ * An LRU of block id → tokens of that block held (512, or fewer for a partial last block). A request
+ * touches its blocks last to first, so a prompt's head is the most recently used and its tail is
+ * evicted first — as vLLM frees a request's blocks in reverse order
+ * (vllm/v1/core/single_type_kv_cache_manager.py, SingleTypeKVCacheManager.free).
  */
 class LruBlocks {
-  private readonly blocks = new Map<number, true>();
+  private readonly blocks = new Map<number, number>();
 
   constructor(private readonly capacity: number) {}
 
-  has(id: number): boolean {
-    return this.blocks.has(id);
+  tokens(id: number): number {
+    return this.blocks.get(id) ?? 0;
   }
 
-  touch(id: number): void {
+  touch(id: number, tokens: number): void {
+    const held = this.blocks.get(id) ?? 0;
     this.blocks.delete(id);
-    this.blocks.set(id, true);
+    this.blocks.set(id, Math.max(held, tokens));
     if (this.blocks.size > this.capacity) this.blocks.delete(this.blocks.keys().next().value!);
   }
 }
 
+/** Tokens of `rec`'s prompt that `cache` holds as a prefix. */
+function cachedPrefix(cache: LruBlocks, rec: TraceRecord): number {
+  let hit = 0;
+  for (let b = 0; b < rec.hashIds.length; b++) {
+    const need = Math.min(MOONCAKE_BLOCK_TOKENS, rec.inputLength - b * MOONCAKE_BLOCK_TOKENS);
+    const held = cache.tokens(rec.hashIds[b]!);
+    hit += Math.min(held, need);
+    if (held < need) break;
+  }
+  return hit;
+}
+
 /**
  * The offline upper bound of the prefix-cache hit rate over a trace: every instance keeps an LRU of
- * `capacityBlocks` full blocks, and each request goes to the instance holding its longest cached
- * prefix (ties: the instance with fewest requests so far, then the lowest index), which then holds
- * all of its full blocks. Only full 512-token blocks are cached (an engine caches full blocks only);
- * hash ids are taken as prefix-chained, as Mooncake's traces are. Knows the whole cache state, never
- * mispredicts, ignores timing: a router on the same fleet cannot beat it (except by luck of ties).
+ * `capacityBlocks` blocks, and each request goes to the instance holding its longest cached prefix
+ * (ties: the instance with fewest requests so far, then the lowest index), which then holds all of
+ * its blocks. A partial last block counts with the tokens it has (a later request with the same id
+ * there hits those; an engine caches at its own, finer block size). Hash ids are taken as
+ * prefix-chained, as Mooncake's traces are. It knows the whole cache state, never mispredicts and
+ * ignores timing and the engine's last-token recompute: a router on the same fleet cannot beat it
+ * (except by luck of ties).
  */
 export function prefixOracle(records: readonly TraceRecord[], opts: OracleOptions): OracleResult {
   if (!Number.isSafeInteger(opts.instances) || opts.instances < 1)
@@ -55,22 +71,24 @@ export function prefixOracle(records: readonly TraceRecord[], opts: OracleOption
   let hitTokens = 0;
   let promptTokens = 0;
   for (const rec of records) {
-    const full = Math.min(rec.hashIds.length, Math.floor(rec.inputLength / MOONCAKE_BLOCK_TOKENS));
     let best = 0;
     let bestHit = -1;
     caches.forEach((cache, i) => {
-      let hit = 0;
-      while (hit < full && cache.has(rec.hashIds[hit]!)) hit++;
+      const hit = cachedPrefix(cache, rec);
       if (hit > bestHit || (hit === bestHit && perInstance[i]! < perInstance[best]!)) {
         best = i;
         bestHit = hit;
       }
     });
     perInstance[best]!++;
-    hitTokens += bestHit * MOONCAKE_BLOCK_TOKENS;
+    hitTokens += bestHit;
     promptTokens += rec.inputLength;
     const cache = caches[best]!;
-    for (let b = full - 1; b >= 0; b--) cache.touch(rec.hashIds[b]!);
+    for (let b = rec.hashIds.length - 1; b >= 0; b--)
+      cache.touch(
+        rec.hashIds[b]!,
+        Math.min(MOONCAKE_BLOCK_TOKENS, rec.inputLength - b * MOONCAKE_BLOCK_TOKENS),
+      );
   }
   return { hitRate: promptTokens > 0 ? hitTokens / promptTokens : NaN, hitTokens, promptTokens, perInstance };
 }
