@@ -1,13 +1,21 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { intArg, numberArg } from './number-arg.js';
 import { commandLine, environmentFacts, type BenchReport } from '../loadgen/json-report.js';
 import { startProgress } from '../loadgen/progress.js';
 import type { LoadShape, StopCondition, Target, TargetResult } from '../loadgen/runner.js';
 import { formatSummary } from '../loadgen/summary-table.js';
 import { renderSvg } from '../loadgen/svg-chart.js';
-import { WORKLOAD_NAMES, createWorkload, type WorkloadName } from '../loadgen/workloads.js';
+import {
+  MOONCAKE_BLOCK_TOKENS,
+  createTraceWorkload,
+  parseMooncakeTrace,
+  traceArrivals,
+  type TraceRecord,
+} from '../loadgen/mooncake-trace.js';
+import { prefixOracle, type OracleResult } from '../loadgen/prefix-oracle.js';
+import { WORKLOAD_NAMES, createWorkload, type Workload, type WorkloadName } from '../loadgen/workloads.js';
 
 interface BenchFlags {
   url: string[];
@@ -32,6 +40,11 @@ interface BenchFlags {
   svg?: string;
   title?: string;
   progress: boolean;
+  trace?: string;
+  traceFormat: 'mooncake';
+  timeScale: number;
+  oracleInstances?: number;
+  oracleCapacity: number;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -128,7 +141,7 @@ export function registerBench(program: Command): void {
     )
     .option(
       '--max-tokens <n>',
-      'output tokens per request (default: short-chat 64, long-prompt 16, shared-prefix 64)',
+      'output tokens per request (default: short-chat 64, long-prompt 16, shared-prefix 64); with --trace the cap on output_length (default 1024)',
       intArg('--max-tokens', 1),
     )
     .option(
@@ -171,6 +184,30 @@ export function registerBench(program: Command): void {
     )
     .option('--title <text>', 'SVG chart title (default: motor bench — <workload>)')
     .option('--no-progress', 'no progress output on stderr')
+    .option(
+      '--trace <file>',
+      'replay a trace instead of --workload: request i sent at its recorded arrival, prompts synthesised per block hash id (docs/motor-bench.md#trace-replay)',
+    )
+    .addOption(
+      new Option('--trace-format <format>', 'format of --trace').choices(['mooncake']).default('mooncake'),
+    )
+    .option(
+      '--time-scale <x>',
+      'multiplies the gaps between trace arrivals, as motor sim --time-scale multiplies its delays: 0.1 = ten times faster, 0 = all at once',
+      numberArg('--time-scale'),
+      1,
+    )
+    .option(
+      '--oracle-instances <n>',
+      'with --trace: also compute the offline oracle hit rate for a fleet of N prefill instances',
+      intArg('--oracle-instances', 1),
+    )
+    .option(
+      '--oracle-capacity <tokens>',
+      "the oracle's prefix-cache capacity per instance, tokens (default: motor sim's 6144 blocks × 16)",
+      intArg('--oracle-capacity', MOONCAKE_BLOCK_TOKENS),
+      98_304,
+    )
     .action(async (flags: BenchFlags, cmd: Command) => {
       try {
         process.exitCode = await runBench(flags);
@@ -182,27 +219,83 @@ export function registerBench(program: Command): void {
     });
 }
 
+/** `--trace`: the replayed workload, its arrivals and (with --oracle-instances) the oracle's hit rate. */
+async function traceSetup(
+  flags: BenchFlags,
+): Promise<{ workload: Workload; load: LoadShape; oracle: OracleResult | null }> {
+  for (const [flag, set] of [
+    ['--concurrency', flags.concurrency],
+    ['--rate', flags.rate],
+    ['--warmup', flags.warmup],
+    ['--prompt-tokens', flags.promptTokens],
+    ['--conversations', flags.conversations],
+    ['--turns', flags.turns],
+  ] as const)
+    if (set !== undefined)
+      throw new InvalidArgumentError(`--trace replays the trace's own load: drop ${flag}`);
+  let text: string;
+  try {
+    text = await readFile(flags.trace!, 'utf8');
+  } catch (err) {
+    throw new InvalidArgumentError(`cannot read --trace ${flags.trace}: ${(err as Error).message}`);
+  }
+  let records: TraceRecord[];
+  try {
+    records = parseMooncakeTrace(text);
+  } catch (err) {
+    throw new InvalidArgumentError(`${flags.trace}: ${(err as Error).message}`);
+  }
+  if (flags.requests !== undefined) records = records.slice(0, flags.requests);
+  const oracle =
+    flags.oracleInstances === undefined
+      ? null
+      : prefixOracle(records, {
+          instances: flags.oracleInstances,
+          capacityBlocks: Math.floor(flags.oracleCapacity / MOONCAKE_BLOCK_TOKENS),
+        });
+  return {
+    workload: createTraceWorkload(records, { seed: flags.seed, maxTokensCap: flags.maxTokens ?? 1024 }),
+    load: { kind: 'trace', arrivalsMs: traceArrivals(records, flags.timeScale) },
+    oracle,
+  };
+}
+
+function loadLabel(load: LoadShape, timeScale: number): string {
+  if (load.kind === 'closed') return `concurrency ${load.concurrency}`;
+  if (load.kind === 'open') return `${load.rate} req/s Poisson`;
+  return `trace arrivals, gaps ×${timeScale}`;
+}
+
 async function runBench(flags: BenchFlags): Promise<number> {
   const targets = parseTargets(flags.url, flags.compare);
   if (targets.length === 0)
     throw new InvalidArgumentError('give a target: --url <base url> or --compare name=url,…');
   if (flags.concurrency !== undefined && flags.rate !== undefined)
     throw new InvalidArgumentError('--concurrency (closed loop) and --rate (open loop) are exclusive');
+  if (flags.trace === undefined && flags.oracleInstances !== undefined)
+    throw new InvalidArgumentError('--oracle-instances needs --trace');
+  const traced = flags.trace !== undefined ? await traceSetup(flags) : null;
   const load: LoadShape =
-    flags.rate !== undefined
+    traced?.load ??
+    (flags.rate !== undefined
       ? { kind: 'open', rate: flags.rate }
-      : { kind: 'closed', concurrency: flags.concurrency ?? 8 };
+      : { kind: 'closed', concurrency: flags.concurrency ?? 8 });
   const stop: StopCondition = {};
   if (flags.requests !== undefined) stop.requests = flags.requests;
+  // A trace runs to its last record (the progress bar counts them) unless --duration ends it first.
+  if (traced) stop.requests = traced.workload.settings.traceRecords;
   if (flags.duration !== undefined) stop.durationMs = flags.duration;
-  if (stop.requests === undefined && stop.durationMs === undefined) stop.durationMs = 30_000;
-  const workload = createWorkload(flags.workload, {
-    seed: flags.seed,
-    maxTokens: flags.maxTokens,
-    promptTokens: flags.promptTokens,
-    conversations: flags.conversations,
-    turns: flags.turns,
-  });
+  if (!traced && stop.requests === undefined && stop.durationMs === undefined) stop.durationMs = 30_000;
+  const workload =
+    traced?.workload ??
+    createWorkload(flags.workload, {
+      seed: flags.seed,
+      maxTokens: flags.maxTokens,
+      promptTokens: flags.promptTokens,
+      conversations: flags.conversations,
+      turns: flags.turns,
+    });
+  const oracle = traced?.oracle ?? null;
   const apiKey = flags.apiKey ?? process.env.OPENAI_API_KEY;
   const startedAt = new Date();
   const environment = environmentFacts(pkgVersion());
@@ -211,7 +304,7 @@ async function runBench(flags: BenchFlags): Promise<number> {
     if (flags.progress) process.stderr.write(`${line}\n`);
   };
   log(
-    `motor bench: ${workload.name}, ${load.kind === 'closed' ? `concurrency ${load.concurrency}` : `${load.rate} req/s Poisson`}, ` +
+    `motor bench: ${workload.name}, ${loadLabel(load, flags.timeScale)}, ` +
       `${[stop.requests ? `${stop.requests} requests` : '', stop.durationMs ? `${stop.durationMs / 1000} s` : ''].filter(Boolean).join(' or ')}, ` +
       `${flags.stream ? 'stream' : 'no stream'}, seed ${flags.seed}; targets run one after another`,
   );
@@ -248,11 +341,18 @@ async function runBench(flags: BenchFlags): Promise<number> {
     );
     results.push(result);
   }
+  if (oracle) for (const r of results) r.oracleHitRate = oracle.hitRate;
   process.stdout.write(formatSummary(results));
   const settings = {
     workload: workload.name,
     ...workload.settings,
-    load,
+    // a trace's load is its file, not the list of its arrivals
+    load: traced
+      ? { kind: 'trace', file: flags.trace, format: flags.traceFormat, timeScale: flags.timeScale }
+      : load,
+    ...(oracle && {
+      oracle: { instances: flags.oracleInstances, capacityTokens: flags.oracleCapacity, ...oracle },
+    }),
     stop,
     warmup: flags.warmup ?? null,
     stream: flags.stream,
@@ -277,7 +377,7 @@ async function runBench(flags: BenchFlags): Promise<number> {
     log(`report written to ${flags.json}`);
   }
   if (flags.svg) {
-    const shape = load.kind === 'closed' ? `concurrency ${load.concurrency}` : `${load.rate} req/s`;
+    const shape = loadLabel(load, flags.timeScale);
     const title = flags.title ?? `motor bench — ${workload.name}`;
     const subtitle = `${shape}, ${stop.requests ? `${stop.requests} requests` : `${(stop.durationMs ?? 0) / 1000} s`}, max_tokens ${workload.settings.maxTokens}, ${flags.stream ? 'stream' : 'no stream'}, seed ${flags.seed}; ${environment.cpuCount} CPUs, Node ${process.version}`;
     await writeFile(flags.svg, renderSvg(results, title, subtitle));

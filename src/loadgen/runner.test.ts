@@ -12,6 +12,8 @@ import { createWorkload } from './workloads.js';
 let server: Server;
 let base: string;
 const bodies: Array<Record<string, unknown>> = [];
+/** performance.now() at each request's arrival, in the order of `bodies`. */
+const arrivedAt: number[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -25,6 +27,7 @@ beforeAll(async () => {
     req.on('end', () => {
       const body = JSON.parse(raw) as { model: string; stream?: boolean };
       bodies.push(body);
+      arrivedAt.push(performance.now());
       const frame = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
       const tok = (t: string): string => frame({ choices: [{ index: 0, delta: { content: t } }] });
       const usage = frame({
@@ -153,6 +156,19 @@ describe('BenchRun', () => {
     expect(r.requests).toBe(40);
     expect(bodies).toHaveLength(45);
     expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
+  it('trace: sends request i at arrivalsMs[i] after the start, whatever the answers, up to --requests', async () => {
+    bodies.length = arrivedAt.length = 0;
+    const load = { kind: 'trace', arrivalsMs: [0, 0, 150, 300] } as const;
+    const t0 = performance.now();
+    const r = await new BenchRun(options('ok', { load, stop: {} })).run();
+    expect(r.requests).toBe(4);
+    const at = arrivedAt.map((t) => t - t0);
+    // lower bounds only: on a loaded machine the server may see any request late
+    expect(at[2]).toBeGreaterThanOrEqual(149);
+    expect(at[3]).toBeGreaterThanOrEqual(299);
+    expect((await new BenchRun(options('ok', { load, stop: { requests: 2 } })).run()).requests).toBe(2);
   });
 
   it('stops a closed loop at --duration', async () => {

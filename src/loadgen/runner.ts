@@ -10,8 +10,15 @@ export interface Target {
   url: string;
 }
 
-/** Closed loop (`concurrency` workers, each sends its next request when the last one ends) or open loop (Poisson arrivals at `rate` req/s). */
-export type LoadShape = { kind: 'closed'; concurrency: number } | { kind: 'open'; rate: number };
+/**
+ * Closed loop (`concurrency` workers, each sends its next request when the last one ends), open loop
+ * (Poisson arrivals at `rate` req/s), or a replayed trace (request i sent `arrivalsMs[i]` after the
+ * phase starts; the phase ends after the last arrival at the latest).
+ */
+export type LoadShape =
+  | { kind: 'closed'; concurrency: number }
+  | { kind: 'open'; rate: number }
+  | { kind: 'trace'; arrivalsMs: readonly number[] };
 
 /** When a phase ends: after `requests` requests were sent and/or after `durationMs` (whichever first). */
 export interface StopCondition {
@@ -64,6 +71,8 @@ export interface TargetResult {
   outputTokens: number;
   /** cached / prompt tokens over successful requests (NaN when no prompt tokens were reported). */
   prefixCacheHitRate: number;
+  /** `--trace` with `--oracle-instances`: the offline oracle's hit rate over the same trace (prefix-oracle.ts). */
+  oracleHitRate?: number;
   errors: Record<string, number>;
   /** One example message per error kind. */
   errorExamples: Record<string, string>;
@@ -207,7 +216,10 @@ export class BenchRun {
     const onGap = (g: number): void => itl.push(g);
     const start = (this.phaseStart = performance.now());
     const deadline = stop.durationMs !== undefined ? start + stop.durationMs : Infinity;
-    const maxRequests = stop.requests ?? Infinity;
+    const maxRequests = Math.min(
+      stop.requests ?? Infinity,
+      load.kind === 'trace' ? load.arrivalsMs.length : Infinity,
+    );
     const more = (): boolean => this.sent < maxRequests && performance.now() < deadline;
 
     const one = async (index: number): Promise<void> => {
@@ -239,11 +251,12 @@ export class BenchRun {
       };
       await Promise.all(Array.from({ length: load.concurrency }, worker));
     } else {
-      // Open loop: arrival times are a seeded Poisson process, independent of how fast the target
-      // answers. Requests due in the same timer tick are sent together.
+      // Open loop: arrival times are a seeded Poisson process (or the trace's), independent of how
+      // fast the target answers. Requests due in the same timer tick are sent together.
       const rng = new Prng(deriveSeed(seed, 0x0a11, streamId));
+      const arrivals = load.kind === 'trace' ? load.arrivalsMs : null;
       const pending = new Set<Promise<void>>();
-      let nextAtMs = 0;
+      let nextAtMs = arrivals?.[0] ?? 0;
       while (more()) {
         const wait = start + nextAtMs - performance.now();
         if (wait > 1) {
@@ -253,7 +266,8 @@ export class BenchRun {
         const p = one(this.sent++);
         pending.add(p);
         void p.then(() => pending.delete(p));
-        nextAtMs += rng.exponential(load.rate) * 1000;
+        if (arrivals !== null) nextAtMs = arrivals[this.sent] ?? Infinity;
+        else if (load.kind === 'open') nextAtMs += rng.exponential(load.rate) * 1000;
       }
       await Promise.all(pending);
     }

@@ -6,6 +6,8 @@ interface Row {
   format: (v: number) => string;
   /** Show a ratio to the first target for this row (comparisons). */
   ratio?: boolean;
+  /** Shown only when some target has a value (trace replay with an oracle). */
+  optional?: boolean;
 }
 
 function fixed(digits: number): (v: number) => string {
@@ -32,6 +34,7 @@ const ROWS: Row[] = [
   { label: 'prompt tok/req', value: (r) => (r.ok ? r.promptTokens / r.ok : NaN), format: fixed(0) },
   { label: 'output tok/req', value: (r) => (r.ok ? r.outputTokens / r.ok : NaN), format: fixed(1) },
   { label: 'prefix-cache hit', value: (r) => r.prefixCacheHitRate, format: pct },
+  { label: 'oracle hit', value: (r) => r.oracleHitRate ?? NaN, format: pct, optional: true },
 ];
 
 function pad(s: string, width: number, left = false): string {
@@ -48,6 +51,7 @@ export function formatSummary(results: TargetResult[]): string {
   const header = ['', ...results.flatMap((r, i) => (i === 0 ? [r.name] : [r.name, `÷${first.name}`]))];
   const lines: string[][] = [header];
   for (const row of ROWS) {
+    if (row.optional && !results.some((r) => Number.isFinite(row.value(r)))) continue;
     const cells = [row.label];
     const base = row.value(first);
     results.forEach((r, i) => {

@@ -34,11 +34,14 @@ export interface WorkloadOptions {
 }
 
 export interface Workload {
-  name: WorkloadName;
+  /** A built-in workload, or a replayed trace (mooncake-trace.ts). */
+  name: WorkloadName | 'mooncake-trace';
   /** The effective settings (defaults filled in), for the JSON report. */
   settings: Required<Omit<WorkloadOptions, 'conversations' | 'turns'>> & {
     conversations?: number;
     turns?: number;
+    /** Replayed traces: the number of records. */
+    traceRecords?: number;
   };
   /**
    * Request number `index` of stream `stream` (0 = measured run, 1 = warm-up). Pure: the same
@@ -47,9 +50,11 @@ export interface Workload {
   request(index: number, stream?: number): BenchRequest;
 }
 
-// Common English words; with a leading space each is one token in GPT-style BPE vocabularies, so a
-// prompt of N words is close to N tokens.
-const WORDS = (
+/**
+ * Common English words; with a leading space each is exactly one cl100k_base token (the simulator's
+ * tokenizer; checked in mooncake-trace.test.ts), so a prompt of N words is close to N tokens.
+ */
+export const WORDS = (
   'the of and to in is you that it he was for on are as with his they at be this have from or one ' +
   'had by word but not what all were we when your can said there use an each which she do how their ' +
   'if will up other about out many then them these so some her would make like him into time has ' +
