@@ -1,6 +1,11 @@
 import type { Logger } from '../common/logger.js';
 import type { KvHashGroup } from '../config/kv-hash-section.js';
-import { TokenizerClient, UnsupportedPromptError, type TokenizeInput } from '../model-tokenizer/index.js';
+import {
+  TokenizerClient,
+  tokenizeInputOf,
+  UnsupportedPromptError,
+  type TokenizeInput,
+} from '../model-tokenizer/index.js';
 import type { ClientRequest } from './client-request.js';
 import { cacheSaltOf } from './gateway/tenant-salt.js';
 
@@ -74,34 +79,7 @@ export class PromptBlockKeys {
   }
 }
 
-const UNREPRODUCED_CHAT_FIELDS = ['chat_template', 'continue_final_message', 'documents'] as const;
-
 /** What the tokenizer worker needs of a client request; null when Motor cannot reproduce it. */
 export function tokenizeInput(client: ClientRequest): TokenizeInput | null {
-  const { body } = client;
-  if (client.kind === 'completion') {
-    const prompt = body.prompt;
-    if (typeof prompt === 'string') return { kind: 'prompt', prompt };
-    if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isInteger(t)))
-      return { kind: 'tokens', tokenIds: prompt as number[] };
-    return null;
-  }
-  if (
-    UNREPRODUCED_CHAT_FIELDS.some(
-      (field) => body[field] !== undefined && body[field] !== null && body[field] !== false,
-    )
-  )
-    return null;
-  const kwargs = body.chat_template_kwargs;
-  return {
-    kind: 'chat',
-    chat: {
-      messages: body.messages as unknown[],
-      tools: Array.isArray(body.tools) ? body.tools : undefined,
-      addGenerationPrompt:
-        typeof body.add_generation_prompt === 'boolean' ? body.add_generation_prompt : undefined,
-      chatTemplateKwargs:
-        kwargs && typeof kwargs === 'object' ? (kwargs as Record<string, unknown>) : undefined,
-    },
-  };
+  return tokenizeInputOf(client.kind, client.body);
 }
