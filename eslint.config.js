@@ -13,10 +13,15 @@ const IMPORT_DIRECTION = [
   { from: 'src/common', only: ['src/protocol'], why: 'common imports nothing of ours but protocol' },
   {
     from: 'src/simulator',
-    only: ['src/protocol', 'src/common', 'src/kv-hash'],
-    why: 'the simulator checks the protocol from the outside: it imports only protocol, common and kv-hash',
+    only: ['src/protocol', 'src/common', 'src/kv-hash', 'src/model-tokenizer'],
+    why: 'the simulator checks the protocol from the outside: it imports only protocol, common, kv-hash and model-tokenizer',
   },
   { from: 'src/kv-hash', only: [], why: "kv-hash is vLLM's block hash alone: it imports nothing of ours" },
+  {
+    from: 'src/model-tokenizer',
+    only: ['src/kv-hash'],
+    why: "model-tokenizer is the model's own tokenizer alone (what the engine runs): it imports only kv-hash",
+  },
   {
     from: 'src/observability',
     deny: ['src/coordinator'],

@@ -124,6 +124,20 @@ export function registerSim(program: Command): void {
       d.bootstrapPort,
     )
     .option(
+      '--tokenizer <dir>',
+      "the model's tokenizer.json + tokenizer_config.json: tokenise chat/completions prompts and hash prefix-cache blocks as vLLM does (KV events then carry vLLM's block hashes)",
+    )
+    .addOption(
+      new Option('--prefix-caching-hash-algo <algo>', "with --tokenizer: vLLM's block hash algorithm")
+        .choices(['sha256', 'sha256_cbor'])
+        .default(d.prefixCachingHashAlgo),
+    )
+    .option(
+      '--hash-seed <seed>',
+      "with --tokenizer: the engine's PYTHONHASHSEED (block hash seed)",
+      d.hashSeed,
+    )
+    .option(
       '--kv-events-endpoint <endpoint>',
       "publish KV cache events in vLLM's format (ZeroMQ PUB bound here, e.g. tcp://127.0.0.1:5557; port * = any free)",
     )
@@ -246,6 +260,9 @@ export function registerSim(program: Command): void {
         kvWaitMs: o.kvWaitMs as number,
         bootstrapTimeoutMs: o.bootstrapTimeoutMs as number,
         bootstrapPort: o.bootstrapPort as number,
+        tokenizer: (o.tokenizer as string | undefined) ?? null,
+        prefixCachingHashAlgo: o.prefixCachingHashAlgo as SimOptions['prefixCachingHashAlgo'],
+        hashSeed: o.hashSeed as string,
         kvEventsEndpoint: (o.kvEventsEndpoint as string | undefined) ?? null,
         kvEventsReplayEndpoint: (o.kvEventsReplayEndpoint as string | undefined) ?? null,
         kvEventsTopic: o.kvEventsTopic as string,

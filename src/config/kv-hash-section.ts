@@ -5,7 +5,7 @@ import { BLOCK_HASH_ALGOS } from '../kv-hash/index.js';
  * The coordinator's `kvHash` section (its own module: coordinator-config.ts is at its size limit):
  * per group of instances, the model's own tokenizer and the engine's block-hash settings, so Motor
  * computes the block hashes the engines publish in their KV events (src/kv-hash, src/model-tokenizer).
- * Nothing routes on it yet: a precise-prefix scorer reads it (docs/configuration.md).
+ * The `precise-prefix` scorer routes on it (src/coordinator/kv-prediction.ts, docs/coordinator.md).
  */
 
 const tokenizerSchema = z
@@ -81,7 +81,7 @@ export const kvHashSection = z
   .prefault({})
   .describe(
     "exact prefix-cache block hashes: the model's own tokenizer and the engines' hash settings " +
-      '(issue 17; not used for routing yet)',
+      '(issue 17; what the `precise-prefix` scorer routes on, with `kvEvents`)',
   );
 
 export type KvHashGroup = z.output<typeof kvHashGroupSchema>;

@@ -20,8 +20,9 @@ import { createGatewayListener } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
 import { coordinatorPeerSecrets } from './peer-secret-setup.js';
-import { startKvEvents } from './kv-events.js';
+import { startKvEvents, startKvPredictor } from './kv-events.js';
 import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
+import type { KvPredictor } from './kv-prediction.js';
 
 export interface CoordinatorOverrides {
   source?: InstanceSource;
@@ -90,6 +91,7 @@ export async function createCoordinatorApp(
     });
   const triggers = new TakeOnceStore<PendingTrigger>();
   let kvEvents: KvEventsHub | null = null;
+  let kvPredictor: KvPredictor | null = null;
   let obs;
   try {
     obs = await createCoordinatorObservability(
@@ -123,6 +125,7 @@ export async function createCoordinatorApp(
     observer: obs.observability,
     publicUrl: () => url,
     peerSecrets,
+    kvPrediction: async (client) => kvPredictor?.predict(client),
   });
   const gateway = createGatewayListener({
     config,
@@ -148,6 +151,7 @@ export async function createCoordinatorApp(
   const management = plane?.managementHandler(managementProviders);
   scheduling.start();
   kvEvents = await startKvEvents(config, log, obs.observability);
+  kvPredictor = await startKvPredictor(config, kvEvents, log);
   return {
     handler: drain.track(gatewayListener, refuseClosing),
     managementHandler: management ? drain.track(management, refuseClosing) : null,
@@ -166,6 +170,7 @@ export async function createCoordinatorApp(
       await drain.close(graceMs);
       scheduling.close();
       await kvEvents?.close();
+      await kvPredictor?.close();
       await plane?.close();
       await upstreams.close();
       await obs.close();

@@ -1,6 +1,7 @@
 import type { Logger } from '../common/logger.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
 import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
+import type { KvPredictor } from './kv-prediction.js';
 import type { Observability } from '../observability/observability.js';
 
 /**
@@ -30,4 +31,26 @@ export async function startKvEvents(
   hub.sync(publishing);
   log.info({ instances: publishing.map((i) => i.id) }, 'KV events: subscribed');
   return hub;
+}
+
+/**
+ * The `kvHash` groups' tokenizers feeding the `precise-prefix` scorer's predictions (kv-prediction.ts);
+ * null without a KV events hub or without groups (the model tokenizer is then not even loaded).
+ */
+export async function startKvPredictor(
+  config: CoordinatorConfig,
+  hub: KvEventsHub | null,
+  log: Logger,
+): Promise<KvPredictor | null> {
+  if (hub === null || config.kvHash.groups.length === 0) return null;
+  const [{ PromptBlockKeys }, { KvPredictor }] = await Promise.all([
+    import('./prompt-block-keys.js'),
+    import('./kv-prediction.js'),
+  ]);
+  const keys = await PromptBlockKeys.start(config.kvHash.groups, log);
+  log.info(
+    { groups: config.kvHash.groups.map((g) => g.name) },
+    'KV events: block hashes computed for routing',
+  );
+  return new KvPredictor(keys, hub, log);
 }

@@ -1,13 +1,27 @@
 import type { Logger } from '../common/logger.js';
 import type { KvHashGroup } from '../config/kv-hash-section.js';
-import { TokenizerClient, UnsupportedPromptError, type TokenizeInput } from '../model-tokenizer/index.js';
+import {
+  TokenizerClient,
+  tokenizeInputOf,
+  UnsupportedPromptError,
+  type TokenizeInput,
+} from '../model-tokenizer/index.js';
 import type { ClientRequest } from './client-request.js';
 import { cacheSaltOf } from './gateway/tenant-salt.js';
+
+/** A prompt as one `kvHash` group's engines see it. */
+export interface GroupPrompt {
+  /** Its length in the model's own tokens. */
+  readonly promptTokens: number;
+  /** Its full blocks' keys as the engines publish them in KV events. */
+  readonly blockKeys: BigUint64Array;
+  readonly blockSize: number;
+}
 
 /**
  * A client request's block keys as each `kvHash` group's engines will publish them in their KV events
  * (src/kv-hash through the group's tokenizer worker): what a precise-prefix scorer looks up in the
- * KV-event index. One {@link TokenizerClient} per group. Nothing routes on it yet.
+ * KV-event index. One {@link TokenizerClient} per group; the `precise-prefix` scorer routes on it (kv-prediction.ts).
  *
  * What can be reproduced: chat requests (messages, tools, `add_generation_prompt`,
  * `chat_template_kwargs`) and completions prompts given as one string or as token ids, with the
@@ -52,6 +66,13 @@ export class PromptBlockKeys {
   /** Per group serving the request's model, its block keys; empty when none can be computed. */
   async of(client: ClientRequest): Promise<ReadonlyMap<string, BigUint64Array>> {
     const out = new Map<string, BigUint64Array>();
+    for (const [name, prompt] of await this.prompts(client)) out.set(name, prompt.blockKeys);
+    return out;
+  }
+
+  /** Per group serving the request's model, the prompt as its engines see it: length and block keys. */
+  async prompts(client: ClientRequest): Promise<ReadonlyMap<string, GroupPrompt>> {
+    const out = new Map<string, GroupPrompt>();
     const input = tokenizeInput(client);
     if (input === null) return out;
     const cacheSalt = cacheSaltOf(client.body);
@@ -59,8 +80,13 @@ export class PromptBlockKeys {
       this.groups.map(async ({ group, client: tokenizer }) => {
         if (!group.models.includes(client.model)) return;
         try {
-          const { blockKeys } = await tokenizer.tokenize(input, { cacheSalt });
-          if (blockKeys) out.set(group.name, blockKeys);
+          const { tokenIds, blockKeys } = await tokenizer.tokenize(input, { cacheSalt });
+          if (blockKeys)
+            out.set(group.name, {
+              promptTokens: tokenIds.length,
+              blockKeys,
+              blockSize: group.blockHash.blockSize,
+            });
         } catch (err) {
           if (!(err instanceof UnsupportedPromptError)) throw err;
         }
@@ -74,34 +100,7 @@ export class PromptBlockKeys {
   }
 }
 
-const UNREPRODUCED_CHAT_FIELDS = ['chat_template', 'continue_final_message', 'documents'] as const;
-
 /** What the tokenizer worker needs of a client request; null when Motor cannot reproduce it. */
 export function tokenizeInput(client: ClientRequest): TokenizeInput | null {
-  const { body } = client;
-  if (client.kind === 'completion') {
-    const prompt = body.prompt;
-    if (typeof prompt === 'string') return { kind: 'prompt', prompt };
-    if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isInteger(t)))
-      return { kind: 'tokens', tokenIds: prompt as number[] };
-    return null;
-  }
-  if (
-    UNREPRODUCED_CHAT_FIELDS.some(
-      (field) => body[field] !== undefined && body[field] !== null && body[field] !== false,
-    )
-  )
-    return null;
-  const kwargs = body.chat_template_kwargs;
-  return {
-    kind: 'chat',
-    chat: {
-      messages: body.messages as unknown[],
-      tools: Array.isArray(body.tools) ? body.tools : undefined,
-      addGenerationPrompt:
-        typeof body.add_generation_prompt === 'boolean' ? body.add_generation_prompt : undefined,
-      chatTemplateKwargs:
-        kwargs && typeof kwargs === 'object' ? (kwargs as Record<string, unknown>) : undefined,
-    },
-  };
+  return tokenizeInputOf(client.kind, client.body);
 }

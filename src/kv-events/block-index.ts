@@ -84,7 +84,7 @@ export class BlockIndex {
    * Per instance, how many leading blocks of a prompt's chained block hashes (first block first) it
    * holds; instances holding not even the first are absent.
    */
-  prefixMatch(hashes: readonly BlockHashValue[]): Map<string, number> {
+  prefixMatch(hashes: ArrayLike<BlockHashValue>): Map<string, number> {
     const out = new Map<string, number>();
     let live: string[] | null = null;
     for (let i = 0; i < hashes.length; i++) {

@@ -44,10 +44,8 @@ const endpointKey = (ep: KvEventsEndpoint) => `${ep.endpoint} ${ep.replayEndpoin
  * changed) is unsubscribed and its blocks dropped. A stream that fails is re-subscribed after
  * `reconnectMs`, its blocks dropped meanwhile (the engine may have restarted).
  *
- * Where it plugs in (not wired yet): the coordinator builds one hub from `config.kvEvents`, calls
- * `sync` with its instance list on start-up and on every registry change, and closes it on shutdown;
- * a `precise-prefix` scorer in src/scheduling/plugins/ scores pairs by `index.prefixMatch(blockHashes)`
- * with the prompt's block hashes from src/kv-hash (issue 17 item 2).
+ * createCoordinatorApp builds one hub from `config.kvEvents`; the `precise-prefix` scorer reads its
+ * index through src/coordinator/kv-prediction.ts (`index.prefixMatch` of the prompt's block keys).
  */
 export class KvEventsHub {
   readonly index: BlockIndex;

@@ -5,6 +5,7 @@ import { kvPressureFilter } from './plugins/kv-pressure-filter.js';
 import { leastLoadScorer } from './plugins/least-load-scorer.js';
 import { maxScorePicker } from './plugins/max-score-picker.js';
 import { powerOfTwoPicker } from './plugins/power-of-two-picker.js';
+import { precisePrefixScorer } from './plugins/precise-prefix-scorer.js';
 import { prefixAffinityScorer } from './plugins/prefix-affinity-scorer.js';
 import { randomPicker } from './plugins/random-picker.js';
 import { roundRobinPicker } from './plugins/round-robin-picker.js';
@@ -22,6 +23,7 @@ export const schedulingPlugins: readonly PluginDefinition<PluginKind, never>[] =
   engineMetricsScorer,
   sessionAffinityScorer,
   prefixAffinityScorer,
+  precisePrefixScorer,
   maxScorePicker,
   randomPicker,
   roundRobinPicker,

@@ -10,6 +10,7 @@ import { kvPressureFilter } from './plugins/kv-pressure-filter.js';
 import { leastLoadScorer } from './plugins/least-load-scorer.js';
 import { maxScorePicker } from './plugins/max-score-picker.js';
 import { powerOfTwoPicker } from './plugins/power-of-two-picker.js';
+import { precisePrefixScorer } from './plugins/precise-prefix-scorer.js';
 import { prefixAffinityScorer } from './plugins/prefix-affinity-scorer.js';
 import { randomPicker } from './plugins/random-picker.js';
 import { roundRobinPicker } from './plugins/round-robin-picker.js';
@@ -324,5 +325,41 @@ describe('power-of-two picker', () => {
   });
   it('samples every candidate when scores tie', () => {
     expect(new Set(picks(picker, fleet('i', 'prefill', 8), 400)).size).toBe(8);
+  });
+});
+
+describe('precise-prefix scorer', () => {
+  const system = 'S'.repeat(64 * 30); // 30 text blocks of history
+  const make = (s: SchedulingServices) => precisePrefixScorer.create(precisePrefixScorer.params.parse({}), s);
+  const kv = (cachedTokens: Record<string, number>) => ({
+    kvPrediction: { promptTokens: 800, cachedTokens: new Map(Object.entries(cachedTokens)) },
+  });
+
+  it("scores by the engines' reported blocks, not by routed history", () => {
+    const scorer = make(services());
+    scorer.onPicked!(ctx(request(system)), three[0]!); // history says i0 holds the prompt …
+    const cached = new Map<string, number>();
+    // … the events say i0 evicted it and i2 (served by another coordinator) holds 512 tokens
+    const out = scores(scorer, three, ctx(request(system, kv({ i0: 0, i1: 0, i2: 512 })), undefined, cached));
+    expect(out[2]).toBe(1);
+    expect(out[0]).toBe(out[1]);
+    expect(out[0]).toBeLessThan(1);
+    expect(cached).toEqual(new Map([['i2', 512]]));
+  });
+
+  it('falls back to routed history per instance without events, and for a request without a prediction', () => {
+    const scorer = make(services());
+    scorer.onPicked!(ctx(request(system)), three[1]!);
+    const partial = scores(scorer, three, ctx(request(system, kv({ i0: 0 }))));
+    expect(partial[1]).toBe(1);
+    const none = scores(scorer, three, ctx(request(system)));
+    const approximate = prefixAffinityScorer.create(prefixAffinityScorer.params.parse({}), services());
+    approximate.onPicked!(ctx(request(system)), three[1]!);
+    expect(none).toEqual(scores(approximate, three, ctx(request(system))));
+  });
+
+  it('prefix-affinity ignores a prediction (the approximate scorer is unchanged)', () => {
+    const scorer = prefixAffinityScorer.create(prefixAffinityScorer.params.parse({}), services());
+    expect(scores(scorer, three, ctx(request(system, kv({ i2: 512 }))))).toEqual([1, 1, 1]);
   });
 });

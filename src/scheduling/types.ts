@@ -41,6 +41,17 @@ export interface SchedulingRequest {
   readonly apiKey?: string;
   /** The `cache_salt` the engines get (tenant isolation): seeds the prefix hashes, so two tenants never share one. */
   readonly cacheSalt?: string;
+  /**
+   * What the engines' KV events predict (issue 17, `precise-prefix`): the prompt's length in the
+   * model's own tokens, and per instance whose events are indexed and whose block hashes Motor can
+   * compute, the prompt tokens it will serve from its prefix cache. Absent: nothing is known.
+   */
+  readonly kvPrediction?: KvPrediction;
+}
+
+export interface KvPrediction {
+  readonly promptTokens: number;
+  readonly cachedTokens: ReadonlyMap<string, number>;
 }
 
 /** A P/D pair sharing `plan`. */

@@ -12,6 +12,7 @@ import { Ledger, type LedgerEntry } from './ledger.js';
 import { SimMetrics } from './metrics.js';
 import type { SimOptions } from './options.js';
 import { PrefixCache } from './prefix-cache.js';
+import type { VllmPrompt } from './vllm-prompt.js';
 import { writeGenerationError } from './generation-error.js';
 import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
 import { parseGenerateRequest } from './sglang-generate.js';
@@ -35,6 +36,8 @@ export class SimCore {
   readonly faults: Faults;
   readonly metrics: SimMetrics;
   private readonly output: ResponseWriter;
+  /** With `--tokenizer`: the model's tokenizer and vLLM's block hashes (set by startSimulator). */
+  vllmPrompt: VllmPrompt | null = null;
   private readonly controls = new Map<LedgerEntry, AbortController>();
 
   constructor(
@@ -91,6 +94,8 @@ export class SimCore {
       kind === 'generate'
         ? parseGenerateRequest(parsed.value, this.opts)
         : parseGenRequest(kind, parsed.value, this.opts);
+    if (this.vllmPrompt !== null && kind !== 'generate')
+      await this.vllmPrompt.apply(kind, parsed.value as Record<string, unknown>, g);
     const flow = classifyFlow(g, this.opts.role, this.opts.engine);
     if (g.model !== this.opts.model) {
       throw new HttpError(404, `The model \`${g.model}\` does not exist.`, { param: 'model' });
@@ -236,7 +241,7 @@ export class SimCore {
     try {
       entry.state = 'prefill';
       // 3. Prefill: local prefix cache, remote KV counts as cached.
-      const hashes = this.cache.blockHashes(g.promptIds);
+      const hashes = g.blockKeys ?? this.cache.blockHashes(g.promptIds);
       const localHit = this.cache.lookup(hashes, promptLen);
       this.metrics.prefixQueries.inc(promptLen);
       if (localHit > 0) this.metrics.prefixHits.inc(localHit);

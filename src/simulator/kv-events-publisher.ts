@@ -1,6 +1,6 @@
 import { encode } from '@msgpack/msgpack';
 import { Publisher, Router } from 'zeromq';
-import type { PrefixCacheListener } from './prefix-cache.js';
+import type { PrefixCacheListener, SimBlockKey } from './prefix-cache.js';
 
 /**
  * The simulator's KV event publisher, in vLLM's wire format (an encoder of its own: the simulator
@@ -11,7 +11,8 @@ import type { PrefixCacheListener } from './prefix-cache.js';
  * `buffer_steps` batches (10 000). The batch is `[ts, [event…], data_parallel_rank]`; layout `array`
  * writes events as `[tag, field…]` (msgspec `array_like`, vLLM ≤ v0.23), layout `map` as maps tagged
  * under `"type"` (PR 42892). Blocks are the prefix cache's (prefix-cache.ts), their keys the cache's
- * own 53-bit block hashes, medium `GPU`; one batch per event-loop turn stands for vLLM's one per step.
+ * own 53-bit block hashes, or with `--tokenizer` vLLM's own block hashes as uint64 (the default
+ * `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES`), medium `GPU`; one batch per event-loop turn stands for vLLM's one per step.
  */
 export type KvEventsLayout = 'array' | 'map';
 
@@ -76,7 +77,7 @@ export class KvEventsPublisher implements PrefixCacheListener {
     return this.seq;
   }
 
-  stored(hashes: readonly number[], parent: number | null, tokens: readonly number[]): void {
+  stored(hashes: readonly SimBlockKey[], parent: SimBlockKey | null, tokens: readonly number[]): void {
     const bs = this.o.blockSize;
     this.push(
       this.o.layout === 'array'
@@ -97,7 +98,7 @@ export class KvEventsPublisher implements PrefixCacheListener {
     );
   }
 
-  removed(hash: number): void {
+  removed(hash: SimBlockKey): void {
     this.push(
       this.o.layout === 'array'
         ? ['BlockRemoved', [hash], 'GPU']
@@ -123,7 +124,8 @@ export class KvEventsPublisher implements PrefixCacheListener {
 
   private flush(): void {
     if (this.closed || this.pending.length === 0) return;
-    const payload = encode([Date.now() / 1000, this.pending, 0]);
+    // vLLM block hashes are uint64 (bigint here): msgpack uint 64, as msgspec writes them
+    const payload = encode([Date.now() / 1000, this.pending, 0], { useBigInt64: true });
     this.pending = [];
     const seq = this.seq++;
     this.buffer.push([seq, payload]);

@@ -224,7 +224,10 @@ export class KvTransfer {
     const metaserver = g.kv!.metaserver as string;
     const nBlocks = Math.ceil(g.promptIds.length / this.opts.blockSize);
     const blockIds = this.blocks.allocate(nBlocks);
-    const localCached = this.cache.lookup(this.cache.blockHashes(g.promptIds), g.promptIds.length);
+    const localCached = this.cache.lookup(
+      g.blockKeys ?? this.cache.blockHashes(g.promptIds),
+      g.promptIds.length,
+    );
     // v0.14.0rc1 sent vLLM's internal id (with suffix); other releases the external id.
     const requestId = this.profile.metaserverIdSuffix ? run.internalId : run.externalId;
     const wait = new AbortController();

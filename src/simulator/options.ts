@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SimEngine } from './engine-profiles.js';
+import type { BlockHashAlgo } from '../kv-hash/index.js';
 import type { FaultConfig } from './faults.js';
 import type { KvEventsLayout } from './kv-events-publisher.js';
 
@@ -40,6 +41,12 @@ export interface SimOptions {
   bootstrapTimeoutMs: number;
   /** SGLang prefill: port of its own bootstrap server (0 = any free port); also what `bootstrap_port: null` means. */
   bootstrapPort: number;
+  /** The model's tokenizer directory: tokenise and hash blocks the vLLM way (vllm-prompt.ts); null = own. */
+  tokenizer: string | null;
+  /** vLLM `--prefix-caching-hash-algo` (with `tokenizer`). */
+  prefixCachingHashAlgo: BlockHashAlgo;
+  /** The engine's PYTHONHASHSEED (with `tokenizer`). */
+  hashSeed: string;
   // KV cache events (kv-events-publisher.ts)
   /** Bind a vLLM-format KV event publisher here (`tcp://host:port`, port `*` = any); null = off. */
   kvEventsEndpoint: string | null;
@@ -94,6 +101,9 @@ export function defaultSimOptions(): SimOptions {
     bootstrapTimeoutMs: 30_000,
     // SGLang ServerArgs.disaggregation_bootstrap_port default (python/sglang/srt/server_args.py).
     bootstrapPort: 8998,
+    tokenizer: null,
+    prefixCachingHashAlgo: 'sha256',
+    hashSeed: '0',
     kvEventsEndpoint: null,
     kvEventsReplayEndpoint: null,
     kvEventsTopic: '',

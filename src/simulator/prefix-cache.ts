@@ -1,8 +1,14 @@
+/**
+ * A cached block's key: the cache's own 53-bit hash (number), or vLLM's block hash as its KV events
+ * carry it (bigint, src/kv-hash `eventBlockHash`) when the simulator hashes the vLLM way.
+ */
+export type SimBlockKey = number | bigint;
+
 /** Told what the cache stores and evicts, in order (the KV event publisher, kv-events-publisher.ts). */
 export interface PrefixCacheListener {
   /** Blocks newly cached, first to last: their hashes, the hash before the first, their tokens. */
-  stored(hashes: readonly number[], parent: number | null, tokens: readonly number[]): void;
-  removed(hash: number): void;
+  stored(hashes: readonly SimBlockKey[], parent: SimBlockKey | null, tokens: readonly number[]): void;
+  removed(hash: SimBlockKey): void;
   cleared(): void;
 }
 
@@ -18,7 +24,7 @@ export interface PrefixCacheListener {
  * As in vLLM v1, at most `promptTokens - 1` tokens can hit, so at least one token is computed.
  */
 export class PrefixCache {
-  private readonly lru = new Map<number, true>();
+  private readonly lru = new Map<SimBlockKey, true>();
   listener: PrefixCacheListener | null = null;
 
   constructor(
@@ -52,7 +58,7 @@ export class PrefixCache {
   }
 
   /** Number of leading tokens of the prompt already cached (a multiple of blockSize). Touches hits. */
-  lookup(hashes: readonly number[], promptTokens: number): number {
+  lookup(hashes: readonly SimBlockKey[], promptTokens: number): number {
     const maxBlocks = Math.floor(Math.max(0, promptTokens - 1) / this.blockSize);
     let hit = 0;
     while (hit < hashes.length && hit < maxBlocks && this.lru.has(hashes[hit]!)) hit++;
@@ -64,12 +70,12 @@ export class PrefixCache {
    * Inserts (or refreshes) a prompt's blocks, evicting least recently used ones past capacity.
    * `tokens` (the prompt) is what the listener is told of new blocks.
    */
-  insert(hashes: readonly number[], tokens: readonly number[] = []): void {
+  insert(hashes: readonly SimBlockKey[], tokens: readonly number[] = []): void {
     if (this.capacityBlocks <= 0) return;
     if (this.listener !== null) this.announceNew(hashes, tokens);
     this.touchTailFirst(hashes, hashes.length);
     while (this.lru.size > this.capacityBlocks) {
-      const oldest = this.lru.keys().next().value as number;
+      const oldest = this.lru.keys().next().value as SimBlockKey;
       this.lru.delete(oldest);
       this.listener?.removed(oldest);
     }
@@ -81,7 +87,7 @@ export class PrefixCache {
   }
 
   /** Re-inserts the first `n` blocks last to first: the head ends most recent, the tail goes first. */
-  private touchTailFirst(hashes: readonly number[], n: number): void {
+  private touchTailFirst(hashes: readonly SimBlockKey[], n: number): void {
     for (let i = n - 1; i >= 0; i--) {
       const h = hashes[i]!;
       this.lru.delete(h);
@@ -90,7 +96,7 @@ export class PrefixCache {
   }
 
   /** Tells the listener of each run of blocks not yet cached (vLLM: one BlockStored per run). */
-  private announceNew(hashes: readonly number[], tokens: readonly number[]): void {
+  private announceNew(hashes: readonly SimBlockKey[], tokens: readonly number[]): void {
     const bs = this.blockSize;
     let i = 0;
     while (i < hashes.length) {

@@ -44,6 +44,8 @@ export interface GenRequest {
   kind: 'chat' | 'completion' | 'generate';
   model: string;
   promptIds: number[];
+  /** vLLM's block hashes of the prompt (`--tokenizer`, vllm-prompt.ts); absent: the cache's own. */
+  blockKeys?: readonly bigint[] | undefined;
   /** Rendered prompt text (null when the prompt was given as token ids). */
   promptText: string | null;
   maxTokens: number;

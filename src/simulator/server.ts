@@ -80,6 +80,15 @@ export async function startSimulator(
 ): Promise<RunningSimulator> {
   const opts: SimOptions = { ...defaultSimOptions(), ...partial };
   const core = new SimCore(opts, logger);
+  if (opts.tokenizer !== null) {
+    const { VllmPrompt } = await import('./vllm-prompt.js');
+    core.vllmPrompt = await VllmPrompt.start({
+      dir: opts.tokenizer,
+      algo: opts.prefixCachingHashAlgo,
+      blockSize: opts.blockSize,
+      seed: opts.hashSeed,
+    });
+  }
   const recorder = new Recorder(opts.recordMax);
   // The simulator parses bodies itself (bootstrap rooms stay exact), so no frame depth check.
   const bodies = new BodyReader({ maxBytes: opts.maxBodyBytes, maxDepth: Infinity }, SIMULATOR_ERRORS);
@@ -178,6 +187,7 @@ export async function startSimulator(
     async close() {
       core.abortAll('shutdown');
       events?.close();
+      await core.vllmPrompt?.close();
       core.kv.held.clear();
       await Promise.all([closeServer(server), bootstrap?.close()]);
       await core.kv.peers.close();

@@ -12,6 +12,7 @@ import { HOP_HEADER, nextHops } from '../hop-header.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
+import type { KvPrediction } from '../../scheduling/index.js';
 import type { Upstreams } from '../upstream.js';
 import { Attempt, type AttemptServices } from './attempt.js';
 import { backoffDelayMs } from './backoff.js';
@@ -41,6 +42,8 @@ export interface DispatcherDeps {
   publicUrl: () => string;
   /** The engine-proxy peer secret sent on legs and stops (`engineProxy`); absent = none. */
   peerSecrets?: PeerSecrets | null;
+  /** What the engines' KV events predict for a request (`precise-prefix`, kv-prediction.ts); never rejects. */
+  kvPrediction?: (client: ClientRequest) => Promise<KvPrediction | undefined>;
 }
 
 /** Where the next attempt goes: instances to avoid, or a route the prefill-failure policy forces. */
@@ -94,6 +97,8 @@ export class Dispatcher {
       stream: client.stream,
       headers: res.req.headers,
     });
+    const kvPrediction = await this.deps.kvPrediction?.(client);
+    const schedulingRequest = scheduling.requestFor(client, meta);
     const session: Session = {
       rootRequestId,
       client,
@@ -101,7 +106,7 @@ export class Dispatcher {
       sink: new ClientSink(res, rootRequestId, client.stream),
       cancellation,
       obs,
-      schedulingRequest: scheduling.requestFor(client, meta),
+      schedulingRequest: kvPrediction ? { ...schedulingRequest, kvPrediction } : schedulingRequest,
       rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
       hops: nextHops(res.req.headers[HOP_HEADER]),
       migration: new Migration(client, config.migration.maxPerRequest, obs),

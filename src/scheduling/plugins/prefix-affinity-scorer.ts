@@ -1,20 +1,7 @@
-import { z } from 'zod';
-import { definePlugin, instanceWeight } from '../plugin.js';
-import { DEFAULT_BLOCK_SIZE } from '../prefix-hash.js';
-import { PrefixIndex } from '../prefix-index.js';
+import { definePlugin } from '../plugin.js';
+import { createAffinityScorer, prefixAffinityParams } from '../prefix-affinity.js';
 
-/**
- * Prefix-cache affinity. The rendered prompt (whole conversation) is hashed into chained blocks; a
- * per-profile {@link PrefixIndex} remembers which instance was sent which blocks (LRU per instance,
- * mirroring the engine's cache). Each candidate gets an estimated time-to-first-token in token units:
- *
- *   cost = uncachedTokenWeight × uncachedPromptTokens + (pendingPrefillTokens + requestTokens × inflightRequests) / weight
- *
- * and scores `(minCost + blockSize) / (cost + blockSize)` ∈ (0, 1]. A hot prefix therefore spreads by
- * itself once queued prefill work on its holder outweighs recomputing it elsewhere. The imbalance guard
- * additionally ignores the cache of an instance whose in-flight requests exceed
- * `max(minInflight × imbalanceRatio, minInflight + imbalanceAbsolute)`.
- */
+/** Prefix-cache affinity estimated from routed history (src/scheduling/prefix-affinity.ts). */
 export const prefixAffinityScorer = definePlugin({
   type: 'prefix-affinity',
   kind: 'scorer',
@@ -22,81 +9,6 @@ export const prefixAffinityScorer = definePlugin({
     'prefer the instance that likely holds the longest prompt prefix (estimated from routed history), traded ' +
     'against its queued work: cost = uncachedTokenWeight × uncached tokens + queued prefill tokens + ' +
     'requestTokens × requests in flight',
-  params: z.strictObject({
-    blockSize: z
-      .number()
-      .int()
-      .positive()
-      .default(DEFAULT_BLOCK_SIZE)
-      .describe('tokens per hashed prompt block'),
-    capacityBlocks: z
-      .number()
-      .int()
-      .positive()
-      .default(32_768)
-      .describe("blocks remembered per instance (LRU): set it to the engine's KV capacity in blocks"),
-    uncachedTokenWeight: z
-      .number()
-      .nonnegative()
-      .default(4)
-      .describe('cost of one uncached prompt token relative to one token of queued prefill work'),
-    requestTokens: z
-      .number()
-      .nonnegative()
-      .default(32)
-      .describe('token-equivalent cost of each in-flight request (decode work slows prefill on shared GPUs)'),
-    imbalanceAbsolute: z
-      .number()
-      .nonnegative()
-      .default(16)
-      .describe(
-        'an instance with more than `min + imbalanceAbsolute` requests in flight has its cache ignored',
-      ),
-    imbalanceRatio: z
-      .number()
-      .min(1)
-      .default(2)
-      .describe('… or with more than `min × imbalanceRatio` (whichever bound is larger)'),
-  }),
-  create: (params, { loadTracker }) => {
-    const index = new PrefixIndex({ capacityBlocks: params.capacityBlocks });
-    const bs = params.blockSize;
-    return {
-      score: (ctx, candidates, out) => {
-        const n = candidates.length;
-        if (n === 0) return;
-        const hashes = ctx.blockHashes(bs);
-        const matches = index.match(hashes);
-        const promptTokens = Math.max(0, ctx.request.promptTokens);
-        // Engines compute at least one token, so at most promptTokens - 1 can hit.
-        const maxCached = Math.max(0, promptTokens - 1);
-        let minInflight = Infinity;
-        for (let i = 0; i < n; i++) {
-          const r = loadTracker.get(candidates[i]!.id).inflightRequests / instanceWeight(candidates[i]!);
-          if (r < minInflight) minInflight = r;
-        }
-        const guard = Math.max(minInflight * params.imbalanceRatio, minInflight + params.imbalanceAbsolute);
-        let minCost = Infinity;
-        for (let i = 0; i < n; i++) {
-          const instance = candidates[i]!;
-          const w = instanceWeight(instance);
-          const load = loadTracker.get(instance.id);
-          const matched = matches.get(instance.id) ?? 0;
-          let cached = Math.min(maxCached, matched * bs);
-          if (load.inflightRequests / w > guard) cached = 0;
-          if (cached > 0) ctx.noteCachedTokens(instance.id, cached);
-          const cost =
-            params.uncachedTokenWeight * (promptTokens - cached) +
-            (load.pendingPrefillTokens + params.requestTokens * load.inflightRequests) / w;
-          out[i] = cost;
-          if (cost < minCost) minCost = cost;
-        }
-        for (let i = 0; i < n; i++) out[i] = (minCost + bs) / (out[i]! + bs);
-      },
-      onPicked: (ctx, instance) => {
-        index.record(instance.id, ctx.blockHashes(bs));
-      },
-      forget: (instanceId) => index.forget(instanceId),
-    };
-  },
+  params: prefixAffinityParams,
+  create: (params, services) => createAffinityScorer(params, services, false),
 });
