@@ -1,0 +1,200 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify } from 'yaml';
+import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
+import { configFromEnv, validateCoordinatorConfig } from '../src/config/coordinator-config.js';
+import { mergeDeep } from '../src/config/merge-deep.js';
+import {
+  codeBlocks,
+  parseDockerfile,
+  parseEnvFile,
+  parseUnitService,
+  readText,
+  shellCommands,
+  splitWords,
+} from './helpers/deploy-files.js';
+
+/**
+ * Issue 18 item 7: docs/deploy.md and deploy/ are what a test runs. The systemd units' ExecStart lines
+ * and the Dockerfile's ENTRYPOINT + CMD run as written, with only these rewrites: `/usr/bin/node` and
+ * `/opt/motor/` are this Node and this checkout, `/etc/motor/<file>` is deploy/<file> (or the test's
+ * copy of motor.yaml, whose addresses are loopback, port 0 and the proxies' URLs), the env files'
+ * listen address/port and engine URL point at loopback, port 0 and the simulators the doc starts in
+ * place of the engines. The secrets are the env files' own. systemd itself, docker build and TLS do not
+ * run here (the doc says so).
+ */
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DEPLOY = join(ROOT, 'deploy');
+const DOC = readText(join(ROOT, 'docs/deploy.md'));
+const deployFile = (name: string): string => readText(join(DEPLOY, name));
+const coordinatorEnv = parseEnvFile(deployFile('coordinator.env'));
+
+/** `/etc/motor/<file>` → the test's copy (if written) or deploy/<file>; `/opt/motor/` → this checkout. */
+function localPath(path: string, overrides: Record<string, string>): string {
+  if (path.startsWith('/etc/motor/'))
+    return overrides[path] ?? join(DEPLOY, path.slice('/etc/motor/'.length));
+  if (path.startsWith('/opt/motor/')) return join(ROOT, path.slice('/opt/motor/'.length));
+  return path;
+}
+
+/** The doc's shell commands starting with `prefix` (e.g. `motor sim`, `curl`). */
+function docCommands(prefix: string): string[] {
+  return codeBlocks(DOC)
+    .filter((b) => b.lang === 'sh')
+    .flatMap((b) => shellCommands(b.body))
+    .filter((c) => c.startsWith(`${prefix} `));
+}
+
+describe('deploy/ files', () => {
+  const yamls = readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml'));
+
+  it.each(yamls)(
+    '%s is a valid coordinator config (the coordinator’s own validator, coordinator.env set)',
+    (f) => {
+      const raw = parseYaml(deployFile(f)) as unknown;
+      const config = validateCoordinatorConfig(mergeDeep(raw, configFromEnv(coordinatorEnv)), coordinatorEnv);
+      expect(config.server.port).toBe(8000);
+    },
+  );
+
+  it('covers the three fleets: proxies, direct mode, replicas on etcd', () => {
+    expect(yamls.sort()).toEqual(['motor-direct.yaml', 'motor-etcd.yaml', 'motor.yaml']);
+  });
+
+  it('every file the doc shows is the deploy/ file, byte for byte', () => {
+    const shown = new Set<string>();
+    for (const block of codeBlocks(DOC)) {
+      const first = block.body.split('\n')[0]!;
+      const file = readdirSync(DEPLOY).find((f) => deployFile(f).split('\n')[0] === first);
+      if (!file) continue;
+      expect(block.body, `docs/deploy.md block showing deploy/${file}`).toBe(deployFile(file));
+      shown.add(file);
+    }
+    for (const f of ['motor.yaml', 'motor-coordinator.service', 'motor-engine-proxy@.service', 'Dockerfile'])
+      expect(shown).toContain(f);
+  });
+
+  it('the engine proxies and the coordinator share one peer secret', () => {
+    for (const role of ['prefill', 'decode']) {
+      expect(parseEnvFile(deployFile(`engine-proxy-${role}.env`)).MOTOR_PEER_SECRET).toBe(
+        coordinatorEnv.MOTOR_PEER_SECRET,
+      );
+    }
+  });
+});
+
+describe('docs/deploy.md with simulators standing in for engines', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'motor-deploy-'));
+  const children: MotorChild[] = [];
+  const proxies: Record<string, string> = {};
+  const overrides: Record<string, string> = {};
+  const start = async (args: string[], env: NodeJS.ProcessEnv): Promise<MotorChild> => {
+    // a coordinator also logs its management port's `listening` line: wait for both, take the gateway's
+    const waitFor = args[0] === 'coordinator' ? ['management'] : [];
+    const child = await spawnMotor(args, { env, timeoutMs: 60_000, waitFor });
+    children.push(child);
+    return child;
+  };
+  /** A systemd unit's ExecStart, run with its EnvironmentFile (plus `envOverrides`) as the whole env. */
+  const runUnit = async (unitFile: string, instance: string, envOverrides: Record<string, string>) => {
+    const service = parseUnitService(deployFile(unitFile));
+    const envFile = localPath(service.EnvironmentFile!.replace(/%i/g, instance), overrides);
+    const env = { ...parseEnvFile(readText(envFile)), ...envOverrides };
+    const argv = splitWords(service.ExecStart!.replace(/%i/g, instance), env).map((w) =>
+      localPath(w, overrides),
+    );
+    expect(argv.slice(0, 2)).toEqual(['/usr/bin/node', join(ROOT, 'bin/motor.js')]);
+    return start(argv.slice(2), { PATH: process.env.PATH, ...env });
+  };
+  /** The doc's curl line against `origin` (its coordinator address rewritten), run by curl itself. */
+  const curl = async (origin: string): Promise<string> => {
+    const [line] = docCommands('curl');
+    const key = coordinatorEnv.MOTOR_API_KEYS!.split(',')[0]!;
+    const argv = splitWords(line!, { MOTOR_API_KEY: key }).map((w) =>
+      w.replace('http://10.0.0.5:8000', origin),
+    );
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).toBe(0);
+    return out;
+  };
+  const expectStreamed = (body: string): void => {
+    const events = body.split('\n').filter((l) => l.startsWith('data: '));
+    expect(events.at(-1)).toBe('data: [DONE]');
+    const text = events
+      .slice(0, -1)
+      .map(
+        (e) =>
+          (JSON.parse(e.slice(6)) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta
+            ?.content ?? '',
+      )
+      .join('');
+    expect(events.length).toBeGreaterThan(3);
+    expect(text.length).toBeGreaterThan(0);
+  };
+
+  beforeAll(async () => {
+    const sims = docCommands('motor sim');
+    expect(sims.map((s) => splitWords(s)[splitWords(s).indexOf('--role') + 1])).toEqual([
+      'prefill',
+      'decode',
+    ]);
+    for (const line of sims) {
+      const args = splitWords(line).slice(1);
+      args[args.indexOf('--port') + 1] = '0';
+      const sim = await start(args, process.env);
+      const role = args[args.indexOf('--role') + 1]!;
+      const proxy = await runUnit('motor-engine-proxy@.service', role, {
+        ENGINE_URL: sim.url,
+        LISTEN_HOST: '127.0.0.1',
+        LISTEN_PORT: '0',
+        PEER_ALLOW: 'http://127.0.0.1:*',
+      });
+      proxies[role] = proxy.url;
+    }
+    const config = parseYaml(deployFile('motor.yaml')) as {
+      server: Record<string, unknown>;
+      management: Record<string, unknown>;
+      instances: { role: string; url: string }[];
+    };
+    config.server = { ...config.server, host: '127.0.0.1', port: 0 };
+    config.management = { ...config.management, host: '127.0.0.1', port: 0 };
+    for (const inst of config.instances) inst.url = proxies[inst.role]!;
+    overrides['/etc/motor/motor.yaml'] = join(dir, 'motor.yaml');
+    writeFileSync(overrides['/etc/motor/motor.yaml'], stringify(config));
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(children.reverse().map((c) => c.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('motor-coordinator.service’s ExecStart serves the doc’s curl, streamed, through both proxies', async () => {
+    const coordinator = await runUnit('motor-coordinator.service', '', {});
+    expectStreamed(await curl(coordinator.url));
+  }, 60_000);
+
+  it('the container’s ENTRYPOINT + CMD (with --env-file coordinator.env) serves the same', async () => {
+    const docker = parseDockerfile(deployFile('Dockerfile'));
+    // `motor` on the image's PATH is this symlink to the package's bin
+    expect(docker.runs).toContain('ln -s /opt/motor/bin/motor.js /usr/local/bin/motor');
+    const [motor, ...args] = [...docker.entrypoint, ...docker.cmd].map((w) => localPath(w, overrides));
+    expect(motor).toBe('motor');
+    const coordinator = await start(args, { PATH: process.env.PATH, ...coordinatorEnv });
+    expectStreamed(await curl(coordinator.url));
+  }, 60_000);
+
+  it('a proxy refuses a caller without the env file’s peer secret', async () => {
+    const res = await fetch(`${proxies.prefill}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(res.status).toBe(401);
+  });
+});
