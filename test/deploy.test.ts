@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
+import { recorded } from '../src/engine-proxy/testing.js';
 import { configFromEnv, validateCoordinatorConfig } from '../src/config/coordinator-config.js';
 import { mergeDeep } from '../src/config/merge-deep.js';
 import {
@@ -91,6 +92,22 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
   const dir = mkdtempSync(join(tmpdir(), 'motor-deploy-'));
   const children: MotorChild[] = [];
   const proxies: Record<string, string> = {};
+  const sims: Record<string, string> = {};
+  /** Chat legs each simulator has served so far, by role. */
+  const legs = async (): Promise<Record<string, number>> => {
+    const out: Record<string, number> = {};
+    for (const [role, url] of Object.entries(sims))
+      out[role] = (await recorded(url)).filter((r) => r.path === '/v1/chat/completions').length;
+    return out;
+  };
+  /** The doc's curl through `origin`, streamed, with one leg on each engine (a P/D answer). */
+  const expectPdStream = async (origin: string): Promise<void> => {
+    const before = await legs();
+    expectStreamed(await curl(origin));
+    const after = await legs();
+    expect(after.prefill).toBe(before.prefill! + 1);
+    expect(after.decode).toBe(before.decode! + 1);
+  };
   const overrides: Record<string, string> = {};
   const start = async (args: string[], env: NodeJS.ProcessEnv): Promise<MotorChild> => {
     // a coordinator also logs its management port's `listening` line: wait for both, take the gateway's
@@ -140,16 +157,17 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
   };
 
   beforeAll(async () => {
-    const sims = docCommands('motor sim');
-    expect(sims.map((s) => splitWords(s)[splitWords(s).indexOf('--role') + 1])).toEqual([
+    const simLines = docCommands('motor sim');
+    expect(simLines.map((s) => splitWords(s)[splitWords(s).indexOf('--role') + 1])).toEqual([
       'prefill',
       'decode',
     ]);
-    for (const line of sims) {
+    for (const line of simLines) {
       const args = splitWords(line).slice(1);
       args[args.indexOf('--port') + 1] = '0';
       const sim = await start(args, process.env);
       const role = args[args.indexOf('--role') + 1]!;
+      sims[role] = sim.url;
       const proxy = await runUnit('motor-engine-proxy@.service', role, {
         ENGINE_URL: sim.url,
         LISTEN_HOST: '127.0.0.1',
@@ -176,7 +194,7 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
 
   it('motor-coordinator.service’s ExecStart serves the doc’s curl, streamed, through both proxies', async () => {
     const coordinator = await runUnit('motor-coordinator.service', '', {});
-    expectStreamed(await curl(coordinator.url));
+    await expectPdStream(coordinator.url);
   }, 60_000);
 
   it('the container’s ENTRYPOINT + CMD (with --env-file coordinator.env) serves the same', async () => {
@@ -186,7 +204,7 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
     const [motor, ...args] = [...docker.entrypoint, ...docker.cmd].map((w) => localPath(w, overrides));
     expect(motor).toBe('motor');
     const coordinator = await start(args, { PATH: process.env.PATH, ...coordinatorEnv });
-    expectStreamed(await curl(coordinator.url));
+    await expectPdStream(coordinator.url);
   }, 60_000);
 
   it('a proxy refuses a caller without the env file’s peer secret', async () => {
