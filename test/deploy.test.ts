@@ -88,36 +88,51 @@ describe('deploy/ files', () => {
   });
 });
 
+/** The doc's `motor sim` lines as arguments (without `motor`), on port 0: a prefill and a decode. */
+function docSims(): string[][] {
+  const lines = docCommands('motor sim').map((line) => splitWords(line).slice(1));
+  expect(lines.map((args) => args[args.indexOf('--role') + 1])).toEqual(['prefill', 'decode']);
+  for (const args of lines) args[args.indexOf('--port') + 1] = '0';
+  return lines;
+}
+
 describe('docs/deploy.md with simulators standing in for engines', () => {
   const dir = mkdtempSync(join(tmpdir(), 'motor-deploy-'));
   const children: MotorChild[] = [];
   const proxies: Record<string, string> = {};
   const sims: Record<string, string> = {};
   /** Chat legs each simulator has served so far, by role. */
-  const legs = async (): Promise<Record<string, number>> => {
+  const legs = async (engines: Record<string, string>): Promise<Record<string, number>> => {
     const out: Record<string, number> = {};
-    for (const [role, url] of Object.entries(sims))
+    for (const [role, url] of Object.entries(engines))
       out[role] = (await recorded(url)).filter((r) => r.path === '/v1/chat/completions').length;
     return out;
   };
   /** The doc's curl through `origin`, streamed, with one leg on each engine (a P/D answer). */
-  const expectPdStream = async (origin: string): Promise<void> => {
-    const before = await legs();
+  const expectPdStream = async (origin: string, engines = sims): Promise<void> => {
+    const before = await legs(engines);
     expectStreamed(await curl(origin));
-    const after = await legs();
+    const after = await legs(engines);
     expect(after.prefill).toBe(before.prefill! + 1);
     expect(after.decode).toBe(before.decode! + 1);
   };
   const overrides: Record<string, string> = {};
-  const start = async (args: string[], env: NodeJS.ProcessEnv): Promise<MotorChild> => {
-    // a coordinator also logs its management port's `listening` line: wait for both, take the gateway's
-    const waitFor = args[0] === 'coordinator' ? ['management'] : [];
+  const start = async (
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    waitFor: string[] = [],
+  ): Promise<MotorChild> => {
     const child = await spawnMotor(args, { env, timeoutMs: 60_000, waitFor });
     children.push(child);
     return child;
   };
   /** A systemd unit's ExecStart, run with its EnvironmentFile (plus `envOverrides`) as the whole env. */
-  const runUnit = async (unitFile: string, instance: string, envOverrides: Record<string, string>) => {
+  const runUnit = async (
+    unitFile: string,
+    instance: string,
+    envOverrides: Record<string, string>,
+    waitFor: string[] = [],
+  ) => {
     const service = parseUnitService(deployFile(unitFile));
     const envFile = localPath(service.EnvironmentFile!.replace(/%i/g, instance), overrides);
     const env = { ...parseEnvFile(readText(envFile)), ...envOverrides };
@@ -125,7 +140,7 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
       localPath(w, overrides),
     );
     expect(argv.slice(0, 2)).toEqual(['/usr/bin/node', join(ROOT, 'bin/motor.js')]);
-    return start(argv.slice(2), { PATH: process.env.PATH, ...env });
+    return start(argv.slice(2), { PATH: process.env.PATH, ...env }, waitFor);
   };
   /** The doc's curl line against `origin` (its coordinator address rewritten), run by curl itself. */
   const curl = async (origin: string): Promise<string> => {
@@ -157,19 +172,12 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
   };
 
   beforeAll(async () => {
-    const simLines = docCommands('motor sim');
-    expect(simLines.map((s) => splitWords(s)[splitWords(s).indexOf('--role') + 1])).toEqual([
-      'prefill',
-      'decode',
-    ]);
-    for (const line of simLines) {
-      const args = splitWords(line).slice(1);
-      args[args.indexOf('--port') + 1] = '0';
-      const sim = await start(args, process.env);
+    const simLines = docSims();
+    for (const args of simLines) {
       const role = args[args.indexOf('--role') + 1]!;
-      sims[role] = sim.url;
+      sims[role] = (await start(args, process.env)).url;
       const proxy = await runUnit('motor-engine-proxy@.service', role, {
-        ENGINE_URL: sim.url,
+        ENGINE_URL: sims[role]!,
         LISTEN_HOST: '127.0.0.1',
         LISTEN_PORT: '0',
         PEER_ALLOW: 'http://127.0.0.1:*',
@@ -193,7 +201,8 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
   });
 
   it('motor-coordinator.service’s ExecStart serves the doc’s curl, streamed, through both proxies', async () => {
-    const coordinator = await runUnit('motor-coordinator.service', '', {});
+    // motor.yaml has a management port: wait for its `listening` line too, take the gateway's
+    const coordinator = await runUnit('motor-coordinator.service', '', {}, ['management']);
     await expectPdStream(coordinator.url);
   }, 60_000);
 
@@ -203,8 +212,31 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
     expect(docker.runs).toContain('ln -s /opt/motor/bin/motor.js /usr/local/bin/motor');
     const [motor, ...args] = [...docker.entrypoint, ...docker.cmd].map((w) => localPath(w, overrides));
     expect(motor).toBe('motor');
-    const coordinator = await start(args, { PATH: process.env.PATH, ...coordinatorEnv });
+    const coordinator = await start(args, { PATH: process.env.PATH, ...coordinatorEnv }, ['management']);
     await expectPdStream(coordinator.url);
+  }, 60_000);
+
+  it('motor-direct.yaml: the same answer with the engines’ --api-key from coordinator.env, no proxies', async () => {
+    const key = coordinatorEnv.MOTOR_ENGINE_API_KEY!;
+    const engines: Record<string, string> = {};
+    for (const args of docSims()) {
+      engines[args[args.indexOf('--role') + 1]!] = (
+        await start([...args, '--api-key', key], process.env)
+      ).url;
+    }
+    const config = parseYaml(deployFile('motor-direct.yaml')) as {
+      server: Record<string, unknown>;
+      instances: { role: string; url: string }[];
+    };
+    config.server = { ...config.server, host: '127.0.0.1', port: 0 };
+    for (const inst of config.instances) inst.url = engines[inst.role]!;
+    const file = join(dir, 'motor-direct.yaml');
+    writeFileSync(file, stringify(config));
+    const coordinator = await start(['coordinator', '--config', file], {
+      PATH: process.env.PATH,
+      ...coordinatorEnv,
+    });
+    await expectPdStream(coordinator.url, engines);
   }, 60_000);
 
   it('a proxy refuses a caller without the env file’s peer secret', async () => {
