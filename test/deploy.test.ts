@@ -1,12 +1,13 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
-import { recorded } from '../src/engine-proxy/testing.js';
+import { recorded, until } from '../src/engine-proxy/testing.js';
 import { configFromEnv, validateCoordinatorConfig } from '../src/config/coordinator-config.js';
 import { mergeDeep } from '../src/config/merge-deep.js';
 import {
@@ -88,6 +89,27 @@ describe('deploy/ files', () => {
   });
 });
 
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
 /** The doc's `motor sim` lines as arguments (without `motor`), on port 0: a prefill and a decode. */
 function docSims(): string[][] {
   const lines = docCommands('motor sim').map((line) => splitWords(line).slice(1));
@@ -100,6 +122,8 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
   const dir = mkdtempSync(join(tmpdir(), 'motor-deploy-'));
   const children: MotorChild[] = [];
   const proxies: Record<string, string> = {};
+  /** The coordinators the unit and the container recipe started (the nginx test's two replicas). */
+  const coordinators: string[] = [];
   const sims: Record<string, string> = {};
   /** Chat legs each simulator has served so far, by role. */
   const legs = async (engines: Record<string, string>): Promise<Record<string, number>> => {
@@ -109,9 +133,9 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
     return out;
   };
   /** The doc's curl through `origin`, streamed, with one leg on each engine (a P/D answer). */
-  const expectPdStream = async (origin: string, engines = sims): Promise<void> => {
+  const expectPdStream = async (origin: string, engines = sims, curlArgs: string[] = []): Promise<void> => {
     const before = await legs(engines);
-    expectStreamed(await curl(origin));
+    expectStreamed(await curl(origin, curlArgs));
     const after = await legs(engines);
     expect(after.prefill).toBe(before.prefill! + 1);
     expect(after.decode).toBe(before.decode! + 1);
@@ -143,13 +167,13 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
     return start(argv.slice(2), { PATH: process.env.PATH, ...env }, waitFor);
   };
   /** The doc's curl line against `origin` (its coordinator address rewritten), run by curl itself. */
-  const curl = async (origin: string): Promise<string> => {
+  const curl = async (origin: string, extra: string[] = []): Promise<string> => {
     const [line] = docCommands('curl');
     const key = coordinatorEnv.MOTOR_API_KEYS!.split(',')[0]!;
     const argv = splitWords(line!, { MOTOR_API_KEY: key }).map((w) =>
       w.replace('http://10.0.0.5:8000', origin),
     );
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(argv[0]!, [...extra, ...argv.slice(1)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
@@ -203,6 +227,7 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
   it('motor-coordinator.service’s ExecStart serves the doc’s curl, streamed, through both proxies', async () => {
     // motor.yaml has a management port: wait for its `listening` line too, take the gateway's
     const coordinator = await runUnit('motor-coordinator.service', '', {}, ['management']);
+    coordinators.push(coordinator.url);
     await expectPdStream(coordinator.url);
   }, 60_000);
 
@@ -213,7 +238,70 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
     const [motor, ...args] = [...docker.entrypoint, ...docker.cmd].map((w) => localPath(w, overrides));
     expect(motor).toBe('motor');
     const coordinator = await start(args, { PATH: process.env.PATH, ...coordinatorEnv }, ['management']);
+    coordinators.push(coordinator.url);
     await expectPdStream(coordinator.url);
+  }, 60_000);
+
+  it('nginx-motor.conf terminates TLS in front of both coordinators (nginx with a self-signed cert)', async () => {
+    expect(coordinators).toHaveLength(2);
+    const port = await freePort();
+    const cert = join(dir, 'llm.example.com.pem');
+    const key = join(dir, 'llm.example.com.key');
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=llm.example.com'].concat([
+        '-addext',
+        'subjectAltName=DNS:llm.example.com',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ]),
+      { stdio: 'ignore' },
+    );
+    const rewrites: [string, string][] = [
+      ['server 10.0.0.5:8000', `server ${new URL(coordinators[0]!).host}`],
+      ['server 10.0.0.6:8000', `server ${new URL(coordinators[1]!).host}`],
+      ['listen 443 ', `listen 127.0.0.1:${port} `],
+      ['/etc/ssl/certs/llm.example.com.pem', cert],
+      ['/etc/ssl/private/llm.example.com.key', key],
+    ];
+    let conf = deployFile('nginx-motor.conf');
+    for (const [from, to] of rewrites) {
+      expect(conf).toContain(from);
+      conf = conf.replace(from, to);
+    }
+    writeFileSync(join(dir, 'motor.conf'), conf);
+    const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+      (t) => `${t}_temp_path ${dir}/${t};`,
+    );
+    // the snippet is an http-level include, as in /etc/nginx/conf.d/; one foreground process, files in dir
+    const main = `daemon off; master_process off; pid ${dir}/nginx.pid; error_log ${dir}/nginx.log;
+events {}
+http { access_log off; ${temp.join(' ')} include ${dir}/motor.conf; }
+`;
+    writeFileSync(join(dir, 'nginx.conf'), main);
+    const nginx = spawn(
+      'nginx',
+      ['-p', `${dir}/`, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'nginx.log')],
+      {
+        stdio: 'inherit',
+      },
+    );
+    const exited = new Promise((resolve) => nginx.once('exit', resolve));
+    try {
+      await until(() => listening(port), `nginx listening on ${port}`);
+      const origin = `https://llm.example.com:${port}`;
+      await expectPdStream(origin, sims, [
+        '--cacert',
+        cert,
+        '--resolve',
+        `llm.example.com:${port}:127.0.0.1`,
+      ]);
+    } finally {
+      nginx.kill('SIGTERM');
+      await exited;
+    }
   }, 60_000);
 
   it('motor-direct.yaml: the same answer with the engines’ --api-key from coordinator.env, no proxies', async () => {
