@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
 import { recorded, until } from '../src/engine-proxy/testing.js';
+import { SKIP_ETCD, startEtcd, type EtcdServer } from './helpers/etcd.js';
 import { configFromEnv, validateCoordinatorConfig } from '../src/config/coordinator-config.js';
 import { mergeDeep } from '../src/config/merge-deep.js';
 import {
@@ -50,6 +51,23 @@ function docCommands(prefix: string): string[] {
     .flatMap((b) => shellCommands(b.body))
     .filter((c) => c.startsWith(`${prefix} `));
 }
+
+describe('splitWords (the ExecStart and shell subset deploy/ and the doc use)', () => {
+  const vars = { A: 'x', FLAGS: '--register http://h:1', EMPTY: '' };
+  it.each<[string, string[]]>([
+    ['a  b\\\n c', ['a', 'b', 'c']],
+    [`--h "Bearer $A" -d '{"k":"$A"}'`, ['--h', 'Bearer x', '-d', '{"k":"$A"}']],
+    ['--url ${A}:9 --peer http://h:*', ['--url', 'x:9', '--peer', 'http://h:*']],
+    ['run $FLAGS', ['run', '--register', 'http://h:1']],
+    ['run ${FLAGS}', ['run', '--register http://h:1']],
+    ['run $EMPTY', ['run']],
+    ["''", ['']],
+  ])('%s', (line, words) => expect(splitWords(line, vars)).toEqual(words));
+
+  it.each(['a | b', 'a; b', 'a $MISSING', "a 'b"])('refuses %s', (line) => {
+    expect(() => splitWords(line, vars)).toThrow();
+  });
+});
 
 describe('deploy/ files', () => {
   const yamls = readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml'));
@@ -326,6 +344,48 @@ http { access_log off; ${temp.join(' ')} include ${dir}/motor.conf; }
     });
     await expectPdStream(coordinator.url, engines);
   }, 60_000);
+
+  it.skipIf(SKIP_ETCD)(
+    'motor-etcd.yaml: two replicas on etcd, proxies registering through one, the answer through each',
+    async () => {
+      let etcd: EtcdServer | undefined;
+      try {
+        etcd = await startEtcd();
+        const config = parseYaml(deployFile('motor-etcd.yaml')) as Record<string, Record<string, unknown>>;
+        config.server = { ...config.server, host: '127.0.0.1', port: 0 };
+        config.management = { ...config.management, host: '127.0.0.1', port: 0 };
+        config.registry = { ...config.registry, endpoints: [etcd.endpoint] };
+        const file = join(dir, 'motor-etcd.yaml');
+        writeFileSync(file, stringify(config));
+        const env = { PATH: process.env.PATH, ...coordinatorEnv };
+        const replicas = [
+          await start(['coordinator', '--config', file], env, ['management']),
+          await start(['coordinator', '--config', file], env, ['management']),
+        ];
+        for (const role of ['prefill', 'decode']) {
+          await runUnit('motor-engine-proxy@.service', role, {
+            ENGINE_URL: sims[role]!,
+            LISTEN_HOST: '127.0.0.1',
+            LISTEN_PORT: '0',
+            PEER_ALLOW: 'http://127.0.0.1:*',
+            // what the doc says to set for replicas (the proxy's bound URL is its advertised one here)
+            REGISTER_FLAGS: `--register ${replicas[0]!.urls.management}`,
+            MOTOR_ADMIN_TOKEN: coordinatorEnv.MOTOR_ADMIN_TOKEN!,
+          });
+        }
+        for (const replica of replicas) {
+          await until(async () => {
+            const ready = (await (await fetch(`${replica.url}/ready`)).json()) as { models?: object };
+            return Object.values(ready.models ?? {}).includes('prefill_handoff_decode');
+          }, `P/D ready on ${replica.url}`);
+          await expectPdStream(replica.url);
+        }
+      } finally {
+        await etcd?.stop();
+      }
+    },
+    90_000,
+  );
 
   it('a proxy refuses a caller without the env file’s peer secret', async () => {
     const res = await fetch(`${proxies.prefill}/v1/chat/completions`, {

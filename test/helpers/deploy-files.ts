@@ -59,8 +59,10 @@ export function splitWords(line: string, vars: Record<string, string> = {}): str
       const name = m[1] ?? m[2]!;
       const value = vars[name];
       if (value === undefined) throw new Error(`$${name} is not set (in: ${line})`);
-      word = (word ?? '') + value;
       i += m[0].length - 1;
+      const alone = word === null && quote === null && (i + 1 === src.length || /\s/.test(src[i + 1]!));
+      if (m[2] !== undefined && alone) words.push(...value.split(/\s+/).filter((w) => w !== ''));
+      else word = (word ?? '') + value;
       continue;
     }
     if (quote === '"') {
