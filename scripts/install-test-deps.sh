@@ -3,8 +3,8 @@
 # - etcd-server: the registry's etcd tests start their own etcd on loopback ports;
 # - chromium: the dashboard's browser test and `npm run docs:screenshot` (driven by playwright-core,
 #   which never downloads a browser of its own);
-# - nginx, openssl, curl: test/deploy.test.ts runs deploy/nginx-motor.conf (TLS, a self-signed cert)
-#   and the curl line of docs/deploy.md.
+# - nginx, openssl, curl, systemd (systemd-analyze): test/deploy.test.ts runs deploy/nginx-motor.conf
+#   (TLS, a self-signed cert) and the curl line of docs/deploy.md, and verifies the systemd units.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -14,6 +14,7 @@ missing=()
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
 
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update

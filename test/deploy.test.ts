@@ -1,5 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,6 +96,26 @@ describe('deploy/ files', () => {
     }
     for (const f of ['motor.yaml', 'motor-coordinator.service', 'motor-engine-proxy@.service', 'Dockerfile'])
       expect(shown).toContain(f);
+  });
+
+  it('systemd-analyze verify accepts both units (as an instance for the template)', () => {
+    const units = join(mkdtempSync(join(tmpdir(), 'motor-units-')), 'x');
+    mkdirSync(units);
+    writeFileSync(join(units, 'motor-coordinator.service'), deployFile('motor-coordinator.service'));
+    writeFileSync(
+      join(units, 'motor-engine-proxy@prefill.service'),
+      deployFile('motor-engine-proxy@.service'),
+    );
+    // it exits 0 on a setting it ignores, so its diagnostics (stderr) are what must be empty
+    const run = spawnSync(
+      'systemd-analyze',
+      ['verify', join(units, 'motor-coordinator.service'), join(units, 'motor-engine-proxy@prefill.service')],
+      { encoding: 'utf8' },
+    );
+    expect(run.error).toBeUndefined();
+    expect(run.stderr + run.stdout).toBe('');
+    expect(run.status).toBe(0);
+    rmSync(join(units, '..'), { recursive: true, force: true });
   });
 
   it('the engine proxies and the coordinator share one peer secret', () => {
