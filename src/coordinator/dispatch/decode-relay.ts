@@ -2,6 +2,7 @@ import type { PrefillResult } from '../../protocol/index.js';
 import { MotorError } from '../../common/motor-error.js';
 import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
+import { relayAssembled } from './assembled-relay.js';
 import { relayJson } from './json-relay.js';
 import type { Leg, ResponseData } from './leg.js';
 import { relayStream } from './stream-relay.js';
@@ -52,6 +53,8 @@ export async function relayDecode(
       return attempt.failure ?? attempt.failBeforeCommit(g as MotorError);
     }
   }
-  if (!attempt.session.client.stream) return relayJson(attempt, leg, res, waitPrefillAtEnd);
+  const { session } = attempt;
+  if (session.migration.assembles) return relayAssembled(attempt, leg, res, waitPrefillAtEnd);
+  if (!session.client.stream) return relayJson(attempt, leg, res, waitPrefillAtEnd);
   return relayStream(attempt, leg, res);
 }
