@@ -20,8 +20,9 @@ interface ChoiceSoFar {
 /**
  * The non-stream answer an engine would have given, from the stream frames of the same request
  * (`stream: true`, `stream_options.include_usage`) as Motor relayed them (seam-joined across a
- * migration). The shape is vLLM's non-stream one for the keys a stream carries
- * (`ChatCompletionResponse` / `CompletionResponse`, vllm/entrypoints/openai/protocol.py, v0.11):
+ * migration). The shape is vLLM's non-stream one for the keys a stream carries (vLLM main,
+ * `ChatCompletionResponse`, vllm/entrypoints/openai/chat_completion/protocol.py; null/empty keys a
+ * stream never carries are left out, docs/migration.md):
  * chat `{id, object: "chat.completion", created, model, choices: [{index, message: {role, content},
  * logprobs, finish_reason, stop_reason}], usage}`, completions `{…, object: "text_completion",
  * choices: [{index, text, logprobs, finish_reason, stop_reason}]}`; `token_ids` /
