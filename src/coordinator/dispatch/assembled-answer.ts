@@ -1,8 +1,6 @@
 import { isPlainObject } from '../../common/http.js';
 import type { ApiKind } from '../client-request.js';
 
-const SEP = Buffer.from('\n\n');
-
 /** One choice as its stream frames add up (a migratable request has one: `n` = 1). */
 interface ChoiceSoFar {
   text: string;
@@ -43,19 +41,7 @@ export function assembleAnswer(kind: ApiKind, frames: Buffer): Record<string, un
     tokenIds: null,
     promptTokenIds: undefined,
   };
-  let start = 0;
-  while (start < frames.length) {
-    let end = frames.indexOf(SEP, start);
-    if (end < 0) end = frames.length;
-    const frame = frames.subarray(start, end).toString('utf8').trim();
-    start = end + 2;
-    if (!frame.startsWith('data:')) continue;
-    let obj: unknown;
-    try {
-      obj = JSON.parse(frame.slice(5));
-    } catch {
-      continue; // ([DONE] and anything that is not an answer frame)
-    }
+  for (const obj of parseFrames(frames)) {
     if (!isPlainObject(obj) || !Array.isArray(obj.choices)) continue;
     head ??= obj;
     if (isPlainObject(obj.usage)) usage = obj.usage;
@@ -110,4 +96,30 @@ function addChoice(c: ChoiceSoFar, ch: Record<string, unknown>): void {
   }
   if (Array.isArray(ch.token_ids)) (c.tokenIds ??= []).push(...(ch.token_ids as number[]));
   if (ch.prompt_token_ids !== undefined) c.promptTokenIds = ch.prompt_token_ids;
+}
+
+/**
+ * The JSON payloads of `data:` frames, parsed in one `JSON.parse` of an array (several times faster
+ * than a parse per frame); a frame that is not JSON (`[DONE]`, a comment) is skipped. Should the
+ * joined text not parse (a malformed frame), each frame is parsed on its own and bad ones skipped.
+ */
+function parseFrames(frames: Buffer): unknown[] {
+  const payloads: string[] = [];
+  for (const raw of frames.toString('utf8').split('\n\n')) {
+    const frame = raw.trim();
+    if (!frame.startsWith('data:')) continue;
+    const json = frame.slice(5).trim();
+    if (json.startsWith('{')) payloads.push(json);
+  }
+  try {
+    return JSON.parse(`[${payloads.join(',')}]`) as unknown[];
+  } catch {
+    return payloads.flatMap((p) => {
+      try {
+        return [JSON.parse(p) as unknown];
+      } catch {
+        return [];
+      }
+    });
+  }
 }

@@ -61,7 +61,7 @@ export function relayAssembled(
         return;
       }
       if (out !== null) {
-        session.obs.chunk(out);
+        // (no obs.chunk: frames and TTFT metrics are the stream clients')
         if (!attempt.streaming) {
           leg.obs.firstByte();
           const first = !migration.started;
