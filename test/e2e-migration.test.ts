@@ -179,6 +179,52 @@ describe('in-flight migration through motor coordinator + motor sim', () => {
   }, 120_000);
 });
 
+describe('vllm-ascend decode ending answers with stop_reason "recomputed" (layer-wise trigger, direct)', () => {
+  let coord: CoordinatorHandle;
+  let D: MotorChild;
+
+  beforeAll(async () => {
+    const args = ['--engine-version', 'main'];
+    const [P, d] = await Promise.all([
+      startSim({ role: 'prefill', engine: 'vllm-ascend', args }),
+      startSim({ role: 'decode', engine: 'vllm-ascend', args }),
+    ]);
+    D = d;
+    const inst = (sim: MotorChild, role: string) => ({
+      url: sim.url,
+      role,
+      mode: 'direct',
+      dispatchProfile: 'trigger',
+    });
+    coord = await startCoordinatorProcess({
+      scheduling: { circuitBreaker: { enabled: false } },
+      health: { unhealthyAfter: 1_000_000 },
+      instances: [inst(P, 'prefill'), inst(D, 'decode')],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await coord?.stop();
+    await stopAllSpawned();
+  });
+
+  it('every decode recomputed after 5 tokens → stream and non-stream answers as uninterrupted', async () => {
+    const refStream = streamAnswer((await post(coord, STREAM)).text);
+    const refJson = (await post(coord, BODY)).json;
+    expect(refStream.usage?.completion_tokens).toBe(12);
+    await setFaults(D, { recompute_after: 5 });
+    const got = streamAnswer((await post(coord, STREAM)).text);
+    expect(got.errors).toEqual([]);
+    expect(got.content).toBe(refStream.content);
+    expect(got.usage?.completion_tokens).toBe(12);
+    const json = await post(coord, BODY);
+    expect(json.status).toBe(200);
+    expect(comparable(json.json)).toEqual(comparable(refJson));
+    const metrics = (await http(coord.url, 'GET', '/metrics')).text;
+    expect(metrics).toMatch(/motor_migrations_total\{reason="decode_recomputed",outcome="resumed"\} 4/);
+  }, 60_000);
+});
+
 /** A non-stream answer without what differs between two requests (id, created, cached tokens). */
 function comparable(json: unknown): unknown {
   const {
