@@ -96,4 +96,16 @@ describe('non-stream answers assembled from streamed legs', () => {
     await h.send(body);
     expect(h.calls[0]!.body.stream).toBeUndefined();
   });
+
+  it('an engine answering the streamed leg with one JSON body: that body is relayed as it is', async () => {
+    const body = { id: 'x', object: 'chat.completion', choices: [], usage: null };
+    const h = new DispatchHarness(
+      { instances: [UNION('A')], migration: { nonStreamLegs: 'stream' } },
+      { A: () => ({ kind: 'json', body }) },
+    );
+    harnesses.push(h);
+    const r = (await h.send({}))!;
+    expect(h.calls[0]!.body.stream).toBe(true);
+    expect([r.status, JSON.parse(r.text)]).toEqual([200, body]);
+  });
 });

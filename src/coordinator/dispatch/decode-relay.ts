@@ -54,7 +54,14 @@ export async function relayDecode(
     }
   }
   const { session } = attempt;
-  if (session.migration.assembles) return relayAssembled(attempt, leg, res, waitPrefillAtEnd);
+  // (an engine that answers a streamed leg with one JSON body anyway: that body is relayed as it is)
+  if (session.migration.assembles && isEventStream(res.headers['content-type']))
+    return relayAssembled(attempt, leg, res, waitPrefillAtEnd);
   if (!session.client.stream) return relayJson(attempt, leg, res, waitPrefillAtEnd);
   return relayStream(attempt, leg, res);
+}
+
+/** `text/event-stream` (any case, any parameters): vLLM and SGLang stream answers as it. */
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  return String(contentType).toLowerCase().includes('text/event-stream');
 }
