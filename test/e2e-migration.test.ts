@@ -137,17 +137,20 @@ describe('in-flight migration through motor coordinator + motor sim', () => {
     for await (const chunk of stream) viaClient += chunk.choices[0]?.delta.content ?? '';
     expect(viaClient).toBe(refStream.content);
 
-    // non-stream: a leg on D dies having sent nothing to the client; the retry on D2 gives the answer whole
-    const nonStream = await post(twoDecodes, BODY);
-    expect(nonStream.status).toBe(200);
-    expect((nonStream.json as typeof refJson).choices[0]!.message.content).toBe(refStream.content);
+    // non-stream: its leg streams (migration.nonStreamLegs), so a leg dying mid-answer is continued —
+    // on the other decode, or (one decode) on the same one twice — and the JSON answer is the same
+    for (const c of [twoDecodes, oneDecode]) {
+      const nonStream = await post(c, BODY);
+      expect(nonStream.status).toBe(200);
+      expect(comparable(nonStream.json)).toEqual(comparable(refJson));
+    }
 
     const metrics = (await http(oneDecode.url, 'GET', '/metrics')).text;
     const resumed = /motor_migrations_total\{reason="connection_error",outcome="resumed"\} (\d+)/.exec(
       metrics,
     );
-    expect(Number(resumed?.[1])).toBe(4); // two streams × two migrations
-    expect(metrics).toMatch(/motor_migration_resume_seconds_count 4/);
+    expect(Number(resumed?.[1])).toBe(6); // (two streams + one non-stream) × two migrations
+    expect(metrics).toMatch(/motor_migration_resume_seconds_count 6/);
   }, 60_000);
 
   it('failure → next token: motor_migration_resume_seconds over 20 streams (docs/RELIABILITY.md)', async () => {
@@ -175,6 +178,66 @@ describe('in-flight migration through motor coordinator + motor sim', () => {
     expect(report.p99_le_s).toBeLessThanOrEqual(5);
   }, 120_000);
 });
+
+describe('vllm-ascend decode ending answers with stop_reason "recomputed" (layer-wise trigger, direct)', () => {
+  let coord: CoordinatorHandle;
+  let D: MotorChild;
+
+  beforeAll(async () => {
+    const args = ['--engine-version', 'main'];
+    const [P, d] = await Promise.all([
+      startSim({ role: 'prefill', engine: 'vllm-ascend', args }),
+      startSim({ role: 'decode', engine: 'vllm-ascend', args }),
+    ]);
+    D = d;
+    const inst = (sim: MotorChild, role: string) => ({
+      url: sim.url,
+      role,
+      mode: 'direct',
+      dispatchProfile: 'trigger',
+    });
+    coord = await startCoordinatorProcess({
+      scheduling: { circuitBreaker: { enabled: false } },
+      health: { unhealthyAfter: 1_000_000 },
+      instances: [inst(P, 'prefill'), inst(D, 'decode')],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await coord?.stop();
+    await stopAllSpawned();
+  });
+
+  it('every decode recomputed after 5 tokens → stream and non-stream answers as uninterrupted', async () => {
+    const refStream = streamAnswer((await post(coord, STREAM)).text);
+    const refJson = (await post(coord, BODY)).json;
+    expect(refStream.usage?.completion_tokens).toBe(12);
+    await setFaults(D, { recompute_after: 5 });
+    const got = streamAnswer((await post(coord, STREAM)).text);
+    expect(got.errors).toEqual([]);
+    expect(got.content).toBe(refStream.content);
+    expect(got.usage?.completion_tokens).toBe(12);
+    const json = await post(coord, BODY);
+    expect(json.status).toBe(200);
+    expect(comparable(json.json)).toEqual(comparable(refJson));
+    const metrics = (await http(coord.url, 'GET', '/metrics')).text;
+    expect(metrics).toMatch(/motor_migrations_total\{reason="decode_recomputed",outcome="resumed"\} 4/);
+  }, 60_000);
+});
+
+/** A non-stream answer without what differs between two requests (id, created, cached tokens). */
+function comparable(json: unknown): unknown {
+  const {
+    id: _id,
+    created: _created,
+    usage,
+    ...rest
+  } = json as Record<string, unknown> & {
+    usage: Record<string, unknown>;
+  };
+  const { prompt_tokens_details: _cached, ...u } = usage;
+  return { ...rest, usage: u };
+}
 
 /** The `motor_migration_resume_seconds` histogram of a /metrics text: cumulative buckets, sum, count. */
 function histogram(text: string): { le: Map<number, number>; sum: number; count: number } {

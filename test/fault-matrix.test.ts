@@ -75,8 +75,14 @@ const CELLS: Cell[] = [
   },
   // every decode leg dies after 3 tokens: 2 migrations (3 + 3 + 3 < 12 tokens), then a clear error
   { name: 'D dies mid-stream', D: { die_after_tokens: 3 }, expect: 'error', modes: ['stream', 'non-stream'] },
-  // every decode leg dies after 5 tokens: migrated twice (5 + 5 + 2), the stream completes (issue 16)
-  { name: 'D dies mid-stream, migrated', D: { die_after_tokens: 5 }, expect: 'ok', modes: ['stream'] },
+  // every decode leg dies after 5 tokens: migrated twice (5 + 5 + 2), the answer completes (issue 16;
+  // non-stream through streamed legs, migration.nonStreamLegs)
+  {
+    name: 'D dies mid-stream, migrated',
+    D: { die_after_tokens: 5 },
+    expect: 'ok',
+    modes: ['stream', 'non-stream'],
+  },
   { name: 'D hang', D: { hang_before_first_token_ms: -1 }, expect: 'error', modes: ['stream', 'non-stream'] },
   { name: 'slow D (×10)', D: { slow_decode_factor: 10 }, expect: 'ok', modes: ['stream', 'non-stream'] },
   {

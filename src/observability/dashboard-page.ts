@@ -46,6 +46,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   .bar { position:absolute; top:3px; height:12px; border-radius:2px; }
   .bar.prefill { background:var(--prefill); } .bar.decode { background:var(--decode); }
   .bar.single { background:var(--single); } .bar.failed { background:var(--err); opacity:.85; }
+  .bar.continued { background-image:repeating-linear-gradient(135deg, transparent 0 3px, rgba(0,0,0,.45) 3px 5px); }
   .tick { position:absolute; top:0; width:2px; height:18px; background:var(--fb); opacity:.8; }
   .legend span { margin-right:14px; color:var(--dim); font-size:12px; }
   .legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:-1px; }
@@ -159,10 +160,10 @@ export const DASHBOARD_HTML = `<!doctype html>
     var total = Math.max(1, r.durationMs);
     r.legs.forEach(function (l) {
       var end = l.endMs === null ? r.durationMs : l.endMs;
-      var b = el('div', 'bar ' + (l.error ? 'failed' : l.role));
+      var b = el('div', 'bar ' + (l.error ? 'failed' : l.role) + (l.migration > 0 ? ' continued' : ''));
       b.style.left = (100 * l.startMs / total).toFixed(2) + '%';
       b.style.width = Math.max(0.5, 100 * (end - l.startMs) / total).toFixed(2) + '%';
-      b.title = l.role + ' on ' + l.instance + ' (attempt ' + l.attempt + '): ' + ms(l.startMs) + ' → ' + ms(end) + (l.error ? ' ' + l.error : '');
+      b.title = l.role + ' on ' + l.instance + ' (attempt ' + l.attempt + '): ' + ms(l.startMs) + ' → ' + ms(end) + (l.error ? ' ' + l.error : '') + (l.migration > 0 ? ' — continuation after migration ' + l.migration : '');
       box.appendChild(b);
       if (l.firstByteMs !== null && l.role !== 'prefill') {
         var t = el('div', 'tick'); t.style.left = (100 * l.firstByteMs / total).toFixed(2) + '%';
@@ -180,7 +181,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       tr.appendChild(el('td', 'mono', r.id.replace(/^req-/, '').slice(0, 8)));
       tr.appendChild(el('td', null, r.plan));
       tr.appendChild(el('td', r.outcome === 'ok' ? 'ok' : 'bad', r.outcome === 'ok' ? r.status : r.status + ' ' + r.outcome));
-      tr.appendChild(el('td', null, r.attempts));
+      tr.appendChild(el('td', null, r.migrations > 0 ? r.attempts + ' (' + r.migrations + ' migrated)' : r.attempts));
       tr.appendChild(el('td', null, ms(r.ttftMs)));
       tr.appendChild(el('td', null, ms(r.durationMs)));
       var inst = [];

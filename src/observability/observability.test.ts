@@ -47,6 +47,7 @@ const summary = (i: number, extra: Partial<RequestSummary> = {}): RequestSummary
   durationMs: i,
   ttftMs: i / 2,
   frames: 3,
+  migrations: 0,
   legs: [],
   ...extra,
 });
@@ -170,10 +171,12 @@ describe('Observability (in process)', () => {
       headers: {},
     });
     req.attempt(1, { kind: 'single', flow: 'single', prefillId: null, decodeId: 'D' });
+    req.legStart('single', 'D', {});
     req.committed();
     req.attemptFailed('connection_error', 'peer_failed');
     req.migration!('connection_error', 'started');
     req.attempt(2, { kind: 'single', flow: 'single', prefillId: null, decodeId: 'D' });
+    req.legStart('single', 'D2', {});
     req.migration!('connection_error', 'resumed');
     req.migrationResumed!(0.02);
     req.migration!('made_up_code', 'refused');
@@ -184,6 +187,13 @@ describe('Observability (in process)', () => {
     expect(text).toContain('motor_migrations_total{reason="other",outcome="refused"} 1'); // bounded
     expect(text).toContain('motor_migration_resume_seconds_bucket{le="0.025"} 1');
     expect(text).toContain('motor_requests_total{route="/v1/chat/completions",plan="single",outcome="ok"} 1');
+    // the dashboard's recent requests mark the continuation's legs
+    const [s] = o.recent.list();
+    expect(s!.migrations).toBe(1);
+    expect(s!.legs.map((l) => [l.instance, l.migration])).toEqual([
+      ['D', 0],
+      ['D2', 1],
+    ]);
   });
 
   it('failures after commit, failures without an attempt, unknown codes and routes stay bounded', async () => {

@@ -142,6 +142,8 @@ class RequestRecord implements RequestObserver {
   readonly route: string;
   plan = 'none';
   attempts = 0;
+  /** Migrations started so far: legs opened after one belong to its continuation. */
+  migrations = 0;
   frames = 0;
   firstFrameAt = -1;
   lastFrameAt = -1;
@@ -188,7 +190,7 @@ class RequestRecord implements RequestObserver {
   }
 
   legStart(role: ObservedLegRole, instanceId: string, headers: Record<string, string>): LegObserver {
-    const leg = new LegRecord(this, role, instanceId, this.attempts);
+    const leg = new LegRecord(this, role, instanceId, this.attempts, this.migrations);
     this.legs.push(leg);
     const tracing = this.obs.tracing;
     if (tracing && this.ctx) {
@@ -248,6 +250,7 @@ class RequestRecord implements RequestObserver {
     this.span?.addEvent('migration', { 'motor.code': reason, 'motor.outcome': outcome });
     const tracing = this.obs.tracing;
     if (outcome === 'started') {
+      this.migrations++;
       if (this.migrationSpan) endSpan(this.migrationSpan, 'migration_failed');
       this.migrationSpan =
         tracing && this.ctx
@@ -315,6 +318,7 @@ class RequestRecord implements RequestObserver {
       durationMs: round(now - this.t0),
       ttftMs: ttftMs === null ? null : round(ttftMs),
       frames: this.frames,
+      migrations: this.migrations,
       legs: this.legs.map((l): LegSummary => ({
         attempt: l.attempt,
         role: l.role,
@@ -323,6 +327,7 @@ class RequestRecord implements RequestObserver {
         firstByteMs: rel(l.firstByteAt),
         endMs: rel(l.endAt),
         error: l.error,
+        migration: l.migration,
       })),
     });
   }
@@ -340,6 +345,8 @@ class LegRecord implements LegObserver {
     readonly role: ObservedLegRole,
     readonly instanceId: string,
     readonly attempt: number,
+    /** The request's migrations when the leg started (0: its own answer). */
+    readonly migration: number,
   ) {}
 
   firstByte(): void {

@@ -7,6 +7,8 @@ export interface LegSummary {
   firstByteMs: number | null;
   endMs: number | null;
   error: string | null;
+  /** 0: a leg of the request's own answer; k: of the continuation after its k-th migration. */
+  migration: number;
 }
 
 /** What the dashboard shows about one finished request (no prompt or completion content). */
@@ -24,6 +26,8 @@ export interface RequestSummary {
   durationMs: number;
   ttftMs: number | null;
   frames: number;
+  /** In-flight migrations started (docs/migration.md); their legs carry `migration` > 0. */
+  migrations: number;
   legs: LegSummary[];
 }
 

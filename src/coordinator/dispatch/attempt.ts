@@ -64,7 +64,7 @@ export class Attempt {
       pairId: randomUUID(),
       attemptSeq: seq,
     };
-    this.body = session.migration.body ?? session.client.body;
+    this.body = session.migration.legBody;
     this.cachedPromptTokens = selection?.cachedPromptTokens ?? 0;
     this.picked = selection?.picked ?? [];
     this.reservation = selection?.reservation ?? null;
@@ -72,7 +72,7 @@ export class Attempt {
     this.cancellation.onCancel((err, reason) => this.stop(err, reason));
     const { firstTokenMs } = services.timeouts;
     // Non-stream responses arrive whole: the watchdog then covers the prefill leg only (none for single).
-    if (firstTokenMs > 0 && (session.client.stream || route.kind === 'pd')) {
+    if (firstTokenMs > 0 && (streamedLegs(session) || route.kind === 'pd')) {
       this.watchdog = setTimeout(
         () =>
           this.fail(
@@ -184,7 +184,7 @@ export class Attempt {
 
   /** Non-stream: the prefill leg is done, the rest is bounded by the overall deadline. */
   prefillDone(): void {
-    if (this.session.client.stream) return;
+    if (streamedLegs(this.session)) return;
     this.clearWatchdog();
   }
 
@@ -244,4 +244,9 @@ export class Attempt {
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
   }
+}
+
+/** The decode (or single) leg streams: a stream client's, or an assembled non-stream answer's. */
+function streamedLegs(session: Session): boolean {
+  return session.client.stream || session.migration.assembles;
 }

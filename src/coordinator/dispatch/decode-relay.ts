@@ -2,6 +2,7 @@ import type { PrefillResult } from '../../protocol/index.js';
 import { MotorError } from '../../common/motor-error.js';
 import { readAll } from '../upstream.js';
 import type { Attempt } from './attempt.js';
+import { relayAssembled } from './assembled-relay.js';
 import { relayJson } from './json-relay.js';
 import type { Leg, ResponseData } from './leg.js';
 import { relayStream } from './stream-relay.js';
@@ -52,6 +53,15 @@ export async function relayDecode(
       return attempt.failure ?? attempt.failBeforeCommit(g as MotorError);
     }
   }
-  if (!attempt.session.client.stream) return relayJson(attempt, leg, res, waitPrefillAtEnd);
+  const { session } = attempt;
+  // (an engine that answers a streamed leg with one JSON body anyway: that body is relayed as it is)
+  if (session.migration.assembles && isEventStream(res.headers['content-type']))
+    return relayAssembled(attempt, leg, res, waitPrefillAtEnd);
+  if (!session.client.stream) return relayJson(attempt, leg, res, waitPrefillAtEnd);
   return relayStream(attempt, leg, res);
+}
+
+/** `text/event-stream` (any case, any parameters): vLLM and SGLang stream answers as it. */
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  return String(contentType).toLowerCase().includes('text/event-stream');
 }

@@ -92,6 +92,8 @@ export class DispatchHarness {
       server: { publicUrl: PUBLIC_URL, ...(config.server as object) },
       retry: { baseDelayMs: 1, maxDelayMs: 2, ...(config.retry as object) },
       scheduling: { seed: 1, ...(config.scheduling as object) },
+      // scripted engines answer non-stream legs with JSON: streamed legs only where a test asks
+      migration: { nonStreamLegs: 'json', ...(config.migration as object) },
     });
     this.source = new StaticInstanceSource(resolved.instances);
     const upstreams = this.fakeUpstreams() as Upstreams;

@@ -109,14 +109,14 @@ export class Dispatcher {
       schedulingRequest: kvPrediction ? { ...schedulingRequest, kvPrediction } : schedulingRequest,
       rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
       hops: nextHops(res.req.headers[HOP_HEADER]),
-      migration: new Migration(client, config.migration.maxPerRequest, obs),
+      migration: new Migration(client, config.migration.maxPerRequest, obs, config.migration.nonStreamLegs),
     };
     cancellation.startDeadline(config.timeouts.totalMs);
     const plan: RetryPlan = { exclude: new Set(), forced: null, lastError: null, handoff: null };
     try {
       // migrations (after commit) do not use up retries (before commit)
       for (let seq = 1; seq <= config.retry.maxAttempts + session.migration.count; seq++) {
-        const migrating = session.sink.committed;
+        const migrating = outputStarted(session);
         if (seq > 1 && !migrating) await cancellation.sleep(backoffDelayMs(seq, config.retry));
         if (cancellation.cancelled) break;
         const attempt = this.nextAttempt(session, plan, seq);
@@ -124,7 +124,7 @@ export class Dispatcher {
         const outcome = await this.run(attempt, plan);
         if (outcome === null) return;
         plan.lastError = outcome;
-        if (session.sink.committed) {
+        if (outputStarted(session)) {
           if (!this.migrateAfter(outcome, plan, session)) break;
         } else if (!this.retryAfter(attempt, outcome, plan)) break;
       }
@@ -174,7 +174,7 @@ export class Dispatcher {
   /** Whether a failed attempt gets a successor (and where it should go). */
   private retryAfter(attempt: Attempt, outcome: MotorError, plan: RetryPlan): boolean {
     const { session, route } = attempt;
-    if (session.sink.committed || session.cancellation.cancelled || !outcome.retryable) return false;
+    if (outputStarted(session) || session.cancellation.cancelled || !outcome.retryable) return false;
     this.deps.log.warn(
       {
         root_request_id: session.rootRequestId,
@@ -229,4 +229,12 @@ export class Dispatcher {
     if (!cancellation.clientGone)
       session.sink.fail(plan.lastError ?? new MotorError('internal', 'no attempt was made'));
   }
+}
+
+/**
+ * Output of the answer was relayed (to a stream's client, or into an assembled answer): a failure
+ * now is migrated or ends the request, never retried from the start.
+ */
+function outputStarted(session: Session): boolean {
+  return session.sink.committed || session.migration.started;
 }

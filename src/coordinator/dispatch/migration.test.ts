@@ -1,72 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DispatchHarness, type EngineReply, type LegCall } from './dispatch-harness.js';
 import { proxyPrefillReply } from './engine-replies.js';
+import { ANSWER, WORDS, wordsEngine, type Death } from './words-engine.js';
 
 /**
  * In-flight migration (issue 16) through the dispatch harness: engines whose answer is a function of
  * the context (the words after a partial assistant message are the rest of the same answer), failing
  * after commit in every way a new attempt can fix.
  */
-
-const WORDS = ['Once', ' upon', ' a', ' time', ' there', ' was', ' a', ' river'];
-const ANSWER = WORDS.join('');
-
-/** How a fake engine ends its stream after `dieAfter` tokens. */
-type Death = 'reset' | 'truncate' | 'recomputed' | 'idle';
-
-/** The answer a context-deterministic engine gives to `call`, as SSE frames (ended as `death` says). */
-function wordsEngine(call: LegCall, death: Death | null, dieAfter: number): EngineReply {
-  const b = call.body;
-  const msgs = b.messages as Array<{ role: string; content: string }>;
-  const last = msgs[msgs.length - 1]!;
-  const partial = b.continue_final_message === true ? last.content : '';
-  let k = 0;
-  while (WORDS.slice(0, k).join('') !== partial) k++;
-  const max = typeof b.max_tokens === 'number' ? b.max_tokens : 100;
-  const id = `chatcmpl-${String(call.headers['x-request-id'])}`;
-  const chunk = (choice: object, extra: object = {}) =>
-    JSON.stringify({
-      id,
-      object: 'chat.completion.chunk',
-      created: 100 + k,
-      model: 'm',
-      choices: [choice],
-      ...extra,
-    });
-  const frames = [chunk({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null })];
-  const out = WORDS.slice(k, k + max);
-  out.forEach((w, i) => {
-    if (death !== null && i >= dieAfter) return;
-    frames.push(chunk({ index: 0, delta: { content: w }, finish_reason: null }));
-  });
-  if (death !== null && out.length > dieAfter) {
-    if (death === 'recomputed')
-      frames.push(
-        chunk({ index: 0, delta: { content: '' }, finish_reason: 'stop', stop_reason: 'recomputed' }),
-      );
-    const end =
-      death === 'reset' ? 'error' : death === 'idle' || death === 'recomputed' ? 'hang' : 'truncate';
-    return { kind: 'sse', frames, end: death === 'recomputed' ? 'done' : end };
-  }
-  const finish = k + max >= WORDS.length ? 'stop' : 'length';
-  frames.push(chunk({ index: 0, delta: {}, finish_reason: finish }));
-  const promptTokens = 5 + k;
-  frames.push(
-    JSON.stringify({
-      id,
-      object: 'chat.completion.chunk',
-      created: 100 + k,
-      model: 'm',
-      choices: [],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: out.length,
-        total_tokens: promptTokens + out.length,
-      },
-    }),
-  );
-  return { kind: 'sse', frames };
-}
 
 const UNION = (id: string) => ({ id, url: `http://${id.toLowerCase()}.test:3`, role: 'union' });
 

@@ -2,7 +2,7 @@ import { MotorError } from '../../common/motor-error.js';
 import type { RequestObserver } from '../../observability/dispatch-observer.js';
 import type { ClientRequest } from '../client-request.js';
 import { continuationBody, staticRefusal } from './continuation-body.js';
-import { SentRecord } from './sent-so-far.js';
+import { MAX_RECORDED_BYTES, SentRecord } from './sent-so-far.js';
 import { StreamSeam, stopStrings } from './stream-seam.js';
 
 /**
@@ -13,13 +13,23 @@ import { StreamSeam, stopStrings } from './stream-seam.js';
  */
 export class Migration {
   /** What the client has received (kept only while the request is migratable). */
-  readonly sent = new SentRecord();
+  readonly sent: SentRecord;
   /** Migrations started so far. */
   count = 0;
   /** The next attempt's body (null: the client's own). */
   body: Record<string, unknown> | null = null;
   /** The current continuation's seam (null: the first attempt). */
   seam: StreamSeam | null = null;
+  /**
+   * A non-stream request whose decode (or single) legs run as streams (`migration.nonStreamLegs`):
+   * Motor assembles the client's JSON answer (assembled-relay.ts), and a leg failing mid-answer is
+   * continued like a stream.
+   */
+  readonly assembles: boolean;
+  /** Output of the answer reached Motor's relay (a stream's client, or an assembled answer's record). */
+  started = false;
+  /** The body continuations are built from: the client's, or its streamed form (`assembles`). */
+  private readonly base: Record<string, unknown>;
   /** Why this request can never be migrated (null: it can), decided once. */
   private readonly refusal: string | null;
   private failedAt = 0;
@@ -28,8 +38,19 @@ export class Migration {
     private readonly client: ClientRequest,
     private readonly max: number,
     private readonly obs: RequestObserver,
+    nonStreamLegs: 'stream' | 'json' = 'json',
   ) {
-    this.refusal = !client.stream || max <= 0 ? 'off' : staticRefusal(client.kind, client.body);
+    const refusal = max <= 0 ? 'off' : staticRefusal(client.kind, client.body);
+    this.assembles = !client.stream && refusal === null && nonStreamLegs === 'stream';
+    this.refusal = client.stream || this.assembles ? refusal : 'off';
+    this.base = this.assembles ? streamedBody(client.body) : client.body;
+    // an assembled answer needs every frame: no size bound (a JSON answer is held whole anyway)
+    this.sent = new SentRecord(this.assembles ? Infinity : MAX_RECORDED_BYTES);
+  }
+
+  /** The body of the next attempt's legs. */
+  get legBody(): Record<string, unknown> {
+    return this.body ?? this.base;
   }
 
   /** Whether committed stream bytes should be kept (a later migration would read them). */
@@ -42,7 +63,7 @@ export class Migration {
    * instead (a failure of the leg a new attempt can fix; never the client's or the deadline's).
    */
   wants(err: MotorError): boolean {
-    if (this.max <= 0 || !this.client.stream) return false;
+    if (this.refusal === 'off') return false;
     return MIGRATABLE.has(err.code) && (err.retryable || err.code === 'idle_timeout');
   }
 
@@ -67,7 +88,7 @@ export class Migration {
       return refuse(`${this.count} migration(s) already (migration.maxPerRequest)`, 'exhausted');
     const sent = this.sent.summary();
     if (sent.finished) return refuse('the answer was already complete', 'refused');
-    const next = continuationBody(this.client.kind, this.client.body, sent);
+    const next = continuationBody(this.client.kind, this.base, sent);
     if (next.kind === 'refused') return refuse(`the answer has ${next.reason}`, 'refused');
     if (next.kind === 'complete') return refuse('max_tokens was already reached', 'refused');
     this.count++;
@@ -96,3 +117,11 @@ const MIGRATABLE = new Set<string>([
   'first_token_timeout',
   'idle_timeout',
 ]);
+
+/**
+ * A non-stream body as a streamed leg: `stream: true` with the usage frame (vLLM and SGLang send
+ * `usage` in a stream only with `stream_options.include_usage`), so the assembled answer has it.
+ */
+export function streamedBody(body: Record<string, unknown>): Record<string, unknown> {
+  return { ...body, stream: true, stream_options: { include_usage: true } };
+}

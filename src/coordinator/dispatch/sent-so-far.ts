@@ -28,18 +28,25 @@ export const MAX_RECORDED_BYTES = 8 * 1024 * 1024;
 export class SentRecord {
   private chunks: Buffer[] = [];
   private bytes = 0;
-  /** Over MAX_RECORDED_BYTES: nothing is kept any more. */
+  /** Over the limit: nothing is kept any more. */
   overflow = false;
+
+  constructor(private readonly limit = MAX_RECORDED_BYTES) {}
 
   record(buf: Buffer): void {
     if (this.overflow) return;
     this.bytes += buf.length;
-    if (this.bytes > MAX_RECORDED_BYTES) {
+    if (this.bytes > this.limit) {
       this.overflow = true;
       this.chunks = [];
       return;
     }
     this.chunks.push(buf);
+  }
+
+  /** Every recorded byte, as one buffer (the frames as they were relayed). */
+  bytesSoFar(): Buffer {
+    return Buffer.concat(this.chunks);
   }
 
   /** Parses what was sent (once per migration). */
@@ -53,7 +60,7 @@ export class SentRecord {
       finished: false,
       unresumable: null,
     };
-    const all = Buffer.concat(this.chunks);
+    const all = this.bytesSoFar();
     let start = 0;
     while (start < all.length) {
       let end = all.indexOf(SEP, start);

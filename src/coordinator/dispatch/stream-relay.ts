@@ -104,12 +104,12 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
   });
 }
 
-function stopReasonFor(err: MotorError): 'timeout' | 'peer_failed' {
+export function stopReasonFor(err: MotorError): 'timeout' | 'peer_failed' {
   return err.code === 'idle_timeout' || err.code === 'deadline_exceeded' ? 'timeout' : 'peer_failed';
 }
 
 /** An error frame before any token: a retryable failure of the leg's instance (its breaker counts it). */
-function earlyErrorFrame(leg: Leg, message: string): MotorError {
+export function earlyErrorFrame(leg: Leg, message: string): MotorError {
   return new MotorError(
     'engine_error',
     `${leg.role} instance ${leg.instance.id} sent an error before its first token: ${message}`,
@@ -118,7 +118,7 @@ function earlyErrorFrame(leg: Leg, message: string): MotorError {
 }
 
 /** The upstream body ended: fine after `[DONE]`, else the engine's error frame or a truncated stream. */
-function endOfBody(relay: SseRelay, leg: Leg): MotorError | null {
+export function endOfBody(relay: SseRelay, leg: Leg): MotorError | null {
   if (relay.upstreamError !== null) {
     return new MotorError('engine_error', `decode engine stream failed: ${relay.upstreamError}`, {
       retryable: false,

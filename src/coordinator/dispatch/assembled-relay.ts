@@ -1,0 +1,100 @@
+import { MotorError } from '../../common/motor-error.js';
+import { assembleAnswer } from './assembled-answer.js';
+import type { Attempt } from './attempt.js';
+import type { PrefillOutcome } from './decode-relay.js';
+import type { Leg, ResponseData } from './leg.js';
+import { recomputedError } from './recompute.js';
+import { rewriteResponseObject, SseRelay } from './sse-relay.js';
+import { earlyErrorFrame, endOfBody, stopReasonFor } from './stream-relay.js';
+
+/**
+ * A non-stream client's answer from a streamed leg (`migration.nonStreamLegs: stream`,
+ * docs/migration.md): the frames are kept (by reference, as a stream's client would have received
+ * them, seam-joined after a migration) and assembled into one JSON body at `[DONE]`. Nothing reaches
+ * the client before that, so a leg failing mid-answer is continued by a migration exactly as a
+ * stream would be; a failure before the first output is retried as before. Per chunk: one
+ * `SseRelay.push` and one array push — the parse happens once, at the end.
+ */
+export function relayAssembled(
+  attempt: Attempt,
+  leg: Leg,
+  res: ResponseData,
+  waitPrefill: PrefillOutcome | null,
+): Promise<MotorError | null> {
+  const { session } = attempt;
+  const { migration } = session;
+  const seam = migration.seam;
+  const relay = new SseRelay(session.rewrite);
+  const body = res.body;
+  return new Promise<MotorError | null>((resolve) => {
+    let settled = false;
+    const settle = (err: MotorError | null): void => {
+      if (settled) return;
+      settled = true;
+      if (err === null) {
+        void deliver(attempt, waitPrefill).then(resolve);
+        return;
+      }
+      if (!attempt.streaming && !migration.started) {
+        resolve(attempt.failBeforeCommit(err)); // no output yet: an ordinary retry
+        return;
+      }
+      // output started: the dispatcher migrates, or the client gets the failure as a JSON error
+      attempt.fail(err, stopReasonFor(err));
+      resolve(attempt.failure ?? err);
+    };
+    attempt.cancellation.onCancel((err) => {
+      body.destroy();
+      settle(err);
+    });
+    body.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      const pushed = relay.push(chunk);
+      const out = seam !== null && pushed !== null ? seam.rewrite(pushed) : pushed;
+      if (relay.recomputed) {
+        if (migration.started && out !== null) migration.sent.record(out);
+        attempt.fail(recomputedError(leg), 'recompute'); // settles through onCancel
+        return;
+      }
+      if (relay.upstreamError !== null && !attempt.streaming) {
+        settle(earlyErrorFrame(leg, relay.upstreamError));
+        return;
+      }
+      if (out !== null) {
+        // (no obs.chunk: frames and TTFT metrics are the stream clients')
+        if (!attempt.streaming) {
+          leg.obs.firstByte();
+          const first = !migration.started;
+          migration.started = true;
+          attempt.committed(first);
+        } else {
+          attempt.touch();
+        }
+        migration.sent.record(out);
+      }
+      if (relay.sawDone && relay.upstreamError === null) settle(null);
+    });
+    body.on('end', () => settle(endOfBody(relay, leg)));
+    body.on('error', (err) => settle(attempt.failure ?? leg.connectionError(err)));
+  });
+}
+
+/** `[DONE]` arrived: the prefill's outcome (its cached tokens) is awaited, then the one JSON body. */
+async function deliver(attempt: Attempt, waitPrefill: PrefillOutcome | null): Promise<MotorError | null> {
+  const { session } = attempt;
+  if (waitPrefill) await waitPrefill;
+  if (attempt.failure) return attempt.failure;
+  const answer = assembleAnswer(session.client.kind, session.migration.sent.bytesSoFar());
+  if (answer === null) {
+    const { instance } = attempt.legs[attempt.legs.length - 1]!;
+    return attempt.failBeforeCommit(
+      new MotorError('protocol_error', `instance ${instance.id} streamed no answer frame before [DONE]`, {
+        instanceId: instance.id,
+      }),
+    );
+  }
+  rewriteResponseObject(answer, session.rewrite);
+  if (!attempt.streaming) attempt.committed();
+  session.sink.sendJson(200, answer);
+  return null;
+}
