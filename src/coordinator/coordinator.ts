@@ -72,6 +72,7 @@ export async function createCoordinatorApp(
   log: Logger,
   overrides: CoordinatorOverrides = {},
 ): Promise<CoordinatorApp> {
+  for (const warning of config.warnings ?? []) log.warn(`config: ${warning}`);
   const upstreams = new Upstreams({
     ...config.upstream,
     connectMs: config.timeouts.connectMs,
