@@ -48,9 +48,6 @@ export function parseSections<S extends z.ZodObject>(
     return out;
   }
   const shape = schema.shape as Record<string, z.ZodType>;
-  const unknown = Object.keys(raw).filter((k) => !(k in shape));
-  if (unknown.length > 0)
-    out.issues.push(`(root): unknown key(s) ${unknown.map((k) => `'${k}'`).join(', ')}`);
   const data = out.data as Record<string, unknown>;
   for (const [key, section] of Object.entries(shape)) {
     const value = raw[key];
@@ -70,5 +67,9 @@ export function parseSections<S extends z.ZodObject>(
     if (parsed.success) data[key] = parsed.data;
     else out.issues.push(...parsed.error.issues.map((i) => issueLine(i, [key])));
   }
+  // last, as zod reports them
+  const unknown = Object.keys(raw).filter((k) => !(k in shape));
+  if (unknown.length > 0)
+    out.issues.push(`(root): unknown key(s) ${unknown.map((k) => `'${k}'`).join(', ')}`);
   return out;
 }
