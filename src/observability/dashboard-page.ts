@@ -132,7 +132,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       tr.appendChild(el('td', i.circuit === 'open' ? 'bad' : i.circuit === 'closed' ? 'ok' : 'dim', i.circuit || 'n/a'));
       var load = el('td');
       var bar = el('span', 'load'); bar.style.width = Math.round(4 + 80 * i.inFlight / max) + 'px';
-      load.appendChild(bar); load.appendChild(document.createTextNode(i.inFlight + ' legs'));
+      load.appendChild(bar); load.appendChild(document.createTextNode(i.inFlight + (i.inFlight === 1 ? ' leg' : ' legs')));
       tr.appendChild(load);
       body.appendChild(tr);
     });
