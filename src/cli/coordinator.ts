@@ -62,6 +62,23 @@ export function registerCoordinator(program: Command): void {
         const key = port === config.management.port ? 'management.port' : 'server.port';
         throw new CliError(`${listen} (${key})`);
       }
-      onShutdown(() => running.close());
+      onShutdown(async (signal) => {
+        const inFlight = running.inFlight();
+        const graceMs = config.server.shutdownGraceMs;
+        const started = Date.now();
+        const cut = await running.drain(graceMs);
+        // one line: what stopped it, what was running, and whether the drain finished it all
+        log.info(
+          {
+            signal,
+            in_flight: inFlight,
+            grace_ms: graceMs,
+            drained: cut === 0,
+            cut,
+            ms: Date.now() - started,
+          },
+          'shutdown',
+        );
+      });
     });
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { LISTENING_SERVER_KEY } from '../common/logger.js';
 
 const MOTOR_BIN = fileURLToPath(new URL('../../bin/motor.js', import.meta.url));
 
@@ -8,7 +9,7 @@ export interface MotorChild {
   /** Base URL from the process's first unnamed `listening` log line. */
   url: string;
   /**
-   * URLs of `listening` lines by their `name` (e.g. `management`; the main server's is the logger's name),
+   * URLs of `listening` lines by the server they name (`LISTENING_SERVER_KEY`, e.g. `management`),
    * filled as they are logged; `SpawnMotorOptions.waitFor` makes the spawn wait for them.
    */
   urls: Record<string, string>;
@@ -114,8 +115,9 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
       if (logs.length >= maxLogLines) logs.shift();
       logs.push(entry);
       if (entry.msg === 'listening' && typeof entry.url === 'string') {
-        // pino's `name` is the logger's on every line; a named server's line overrides it (`management`)
-        const named = typeof entry.name === 'string' ? entry.name : '';
+        // a process's second server names itself (`management`); the main server's line names none
+        const server = entry[LISTENING_SERVER_KEY];
+        const named = typeof server === 'string' ? server : '';
         if (named) urls[named] = entry.url;
         if (!(opts.waitFor ?? []).includes(named)) mainUrl ??= entry.url;
         if (mainUrl === undefined || !(opts.waitFor ?? []).every((n) => n in urls)) return;

@@ -22,8 +22,18 @@ export function createLogger(name: string, level: string = process.env.MOTOR_LOG
   );
 }
 
-/** Logs the `listening` line and writes it out at once (whoever started the process waits for it). */
-export function logListening(log: Logger, fields: Record<string, unknown>): void {
-  log.info(fields, 'listening');
+/**
+ * The `listening` line's field that names a second server of one process (`management`). Not `name`:
+ * pino puts the logger's `name` on every line, and a second `name` key made the line's JSON carry the
+ * key twice. `spawnMotor` (src/cluster/motor-child.ts) files URLs by this field.
+ */
+export const LISTENING_SERVER_KEY = 'server';
+
+/**
+ * Logs the `listening` line and writes it out at once (whoever started the process waits for it);
+ * `server` names a process's second server (the main one has none).
+ */
+export function logListening(log: Logger, fields: Record<string, unknown>, server?: string): void {
+  log.info(server === undefined ? fields : { ...fields, [LISTENING_SERVER_KEY]: server }, 'listening');
   log.flush();
 }

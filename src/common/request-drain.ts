@@ -35,22 +35,25 @@ export class RequestDrain {
   /**
    * Refuses new requests from now on and resolves once every counted response has closed. After
    * `graceMs` (0 = at once) the ones still open are destroyed (their clients see the connection
-   * close; streams end without `[DONE]`), and it resolves when those have closed too.
+   * close; streams end without `[DONE]`), and it resolves when those have closed too, with how many
+   * were cut (0: every request finished).
    */
-  async close(graceMs: number): Promise<void> {
+  async close(graceMs: number): Promise<number> {
     this.closing = true;
-    if (this.open.size === 0) return;
+    if (this.open.size === 0) return 0;
     const idle = new Promise<void>((resolve) => (this.idle = resolve));
     let timer: NodeJS.Timeout | undefined;
     if (graceMs > 0) {
       const expired = new Promise<'expired'>((resolve) => (timer = setTimeout(resolve, graceMs, 'expired')));
       if ((await Promise.race([idle, expired])) !== 'expired') {
         clearTimeout(timer);
-        return;
+        return 0;
       }
     }
+    const cut = this.open.size;
     for (const res of this.open) res.destroy();
     await idle;
+    return cut;
   }
 
   private closed(res: ServerResponse): void {

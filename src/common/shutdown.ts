@@ -1,10 +1,10 @@
-/** Runs `close` once on SIGINT/SIGTERM, then exits; a second signal exits at once. */
-export function onShutdown(close: () => Promise<void>): void {
+/** Runs `close` once on SIGINT/SIGTERM (given the signal), then exits; a second signal exits at once. */
+export function onShutdown(close: (signal: NodeJS.Signals) => Promise<unknown>): void {
   let closing = false;
   const handler = (signal: NodeJS.Signals): void => {
     if (closing) process.exit(130);
     closing = true;
-    close().then(
+    close(signal).then(
       () => process.exit(0),
       (err: unknown) => {
         console.error(`shutdown after ${signal} failed:`, err);

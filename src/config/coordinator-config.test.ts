@@ -99,3 +99,78 @@ describe('coordinator config validation', () => {
     expect(c.instances[0]!.url).toBe('http://x:1');
   });
 });
+
+describe('coordinator config: every issue at once (issue 18 item 6)', () => {
+  const plugin = (type: string) => ({ scheduling: { decode: { picker: { type } } } });
+  it.each([
+    [
+      'a schema error does not hide the scheduling plugin types',
+      { server: { port: 'x' }, ...plugin('nope') },
+      ['server.port: expected number', "scheduling.decode.picker.type: unknown picker 'nope'"],
+    ],
+    [
+      'a bad instance does not hide a duplicate id or a bad profile among the good ones',
+      {
+        instances: [
+          { url: 'http://a:1', role: 'union', id: 'x' },
+          { url: 3, role: 'prefill' },
+          { url: 'http://b:1', role: 'union', id: 'x', dispatchProfile: 'nope' },
+        ],
+      },
+      [
+        'instances[1].url: expected string',
+        "instances[2].id: duplicate id 'x'",
+        'instances[2].dispatchProfile: Unsupported dispatch_profile',
+      ],
+    ],
+    [
+      'an unknown top-level key does not hide the cross-section checks',
+      { bogus: 1, observability: { requireApiKey: true }, registry: { store: 'etcd' } },
+      [
+        "(root): unknown key(s) 'bogus'",
+        'observability.requireApiKey: needs server.apiKeys',
+        'registry.endpoints: store etcd needs at least one endpoint',
+      ],
+    ],
+    [
+      'a bad scheduling policy does not hide the scrape settings nor a plugin type',
+      {
+        scheduling: {
+          policy: 'fastest',
+          engineMetrics: { scrape: 'sometimes' },
+          prefill: { scorers: [{ type: 'least-load', weight: 'x' }, { type: 'fastest' }] },
+        },
+      },
+      [
+        'scheduling.policy: expected one of',
+        'scheduling.engineMetrics.scrape',
+        'scheduling.prefill.scorers[0].weight',
+        "scheduling.prefill.scorers[1].type: unknown scorer 'fastest'",
+      ],
+    ],
+    [
+      'a bad dispatch section does not hide a scheduling plugin type',
+      { dispatch: { prefillFailurePolicy: 'ignore' }, ...plugin('nope') },
+      [
+        'dispatch.prefillFailurePolicy: expected one of',
+        "scheduling.decode.picker.type: unknown picker 'nope'",
+      ],
+    ],
+  ])('%s', (_what, raw, expected) => {
+    const text = errorsOf(raw).join('\n');
+    for (const line of expected) expect(text).toContain(line);
+  });
+
+  it.each([
+    [{ kv_connector: 'NixlConnector', kv_role: 'kv_both' }, []],
+    [
+      { kv_conector: 'NixlConnector', kv_role: 'kv_both', kv_load_failure_policy: 'fail' },
+      ['instances[0].kvTransferConfig.kv_conector: not a vLLM KVTransferConfig field (vLLM ignores it)'],
+    ],
+  ])('kvTransferConfig %j warns %j', (kvTransferConfig, warnings) => {
+    const c = validateCoordinatorConfig({
+      instances: [{ url: 'http://a:1', role: 'prefill', kvTransferConfig }],
+    });
+    expect(c.warnings).toEqual(warnings);
+  });
+});

@@ -2,17 +2,11 @@ import type { PeerSecretSource } from '../common/peer-secrets.js';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { readStructuredMapping } from '../common/structured-file.js';
-import {
-  dispatchCapabilitiesForProfile,
-  dispatchPlansFromCapabilities,
-  type DispatchPlan,
-  type DispatchProfile,
-  type EngineKind,
-} from '../protocol/index.js';
+import type { DispatchPlan, DispatchProfile, EngineKind } from '../protocol/index.js';
+import { parseSections } from './config-sections.js';
 import { directReachabilityIssues } from './direct-reachability.js';
 import * as engineKeys from './engine-credentials.js';
 import { engineProxySection, peerSecretSource } from './engine-proxy-section.js';
-import { instanceProfile } from './instance-profile.js';
 import { instanceKvEventsSchema, kvEventsSection } from './kv-events-section.js';
 import { mergeDeep } from './merge-deep.js';
 import { managementSectionSchema } from './management-section.js';
@@ -21,6 +15,7 @@ import { resolveSchedulingSection, type CoordinatorSchedulingConfig } from './sc
 import type { PluginCatalog } from '../scheduling/plugin-registry.js';
 import { timeoutsSection } from './timeouts-section.js';
 import { kvHashSection } from './kv-hash-section.js';
+import { resolveInstance } from './resolve-instance.js';
 import { migrationSection } from './migration-section.js';
 
 /**
@@ -283,6 +278,8 @@ export interface CoordinatorConfig extends Omit<
   engineCredentials: ReadonlyMap<string, engineKeys.EngineCredentials>;
   /** Where the engine-proxy peer secret comes from (`engineProxy`); null = none. */
   peerSecret: PeerSecretSource | null;
+  /** What validation accepted but the operator should see (one line each), e.g. unknown vLLM keys. */
+  warnings?: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -292,83 +289,59 @@ export class ConfigError extends Error {
   }
 }
 
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const key of path)
-    out += typeof key === 'number' ? `[${key}]` : out === '' ? String(key) : `.${String(key)}`;
-  return out === '' ? '(root)' : out;
-}
-
-function shortMessage(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys')
-    return `unknown key(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
-  return issue.message.replace(/^Invalid (input|option): /, '');
-}
-
 /**
  * Validates a raw config object (merged from its sources) and resolves each instance; `env` for `*Env`
- * keys, `plugins` for the scheduling plugin types the config may name (default: the built-ins).
+ * keys, `plugins` for the scheduling plugin types the config may name (default: the built-ins). Every
+ * issue is reported at once: each section is parsed on its own, and the checks across sections run on
+ * those that parsed. Warnings (unknown `kvTransferConfig` keys) are returned in `warnings`.
  */
 export function validateCoordinatorConfig(
   raw: unknown,
   env = process.env,
   plugins?: PluginCatalog,
 ): CoordinatorConfig {
-  const parsed = coordinatorConfigSchema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${shortMessage(i)}`));
-  }
-  const issues: string[] = [];
-  const seen = new Set<string>();
-  const keys = { env, engineCredentials: new Map<string, engineKeys.EngineCredentials>(), issues };
-  const instances = parsed.data.instances.map((entry, index): ResolvedInstance => {
-    const id = entry.id ?? `${entry.role}-${index}`;
-    const inst = engineKeys.takeEngineCredentials(entry, id, `instances[${index}]`, keys);
-    const engine: EngineKind = inst.engine ?? 'vllm';
-    if (seen.has(id)) issues.push(`instances[${index}].id: duplicate id '${id}'`);
-    seen.add(id);
-    const { profile: classified, ...kv } = instanceProfile(inst, engine, index, issues);
-    let profile = classified;
-    let capabilities: DispatchPlan[];
-    if (inst.dispatchCapabilities !== undefined) {
-      capabilities = [...dispatchPlansFromCapabilities(inst.dispatchCapabilities)];
-      if (profile === 'unknown' && capabilities.includes('concurrent_engine_sync')) {
-        profile = engine === 'sglang' ? 'bootstrap' : 'trigger';
-      }
-      if (profile === 'unknown' && capabilities.includes('prefill_handoff_decode')) profile = 'handoff';
-    } else {
-      capabilities = dispatchCapabilitiesForProfile(profile) as DispatchPlan[];
-    }
-    const named = [inst.dispatchProfile, inst.kvTransferConfig, inst.dispatchCapabilities].some(Boolean);
-    const configured = { engine: inst.engine !== undefined, capabilities: named || engine === 'sglang' };
-    return { ...inst, id, engine, index, dispatchCapabilities: capabilities, profile, configured, ...kv };
-  });
-  const { observability, registry, server } = parsed.data;
-  if (observability.requireApiKey && server.apiKeys.length === 0)
+  const parsed = parseSections(coordinatorConfigSchema, raw ?? {}, { instances: instanceConfigSchema });
+  const { data, issues } = parsed;
+  const into = {
+    env,
+    engineCredentials: new Map(),
+    issues,
+    warnings: [] as string[],
+    seen: new Set<string>(),
+  };
+  const instances = (
+    parsed.entries.instances ??
+    data.instances?.map((value, index) => ({ value, index })) ??
+    []
+  ).map(({ value, index }) => resolveInstance(value as InstanceConfig, index, into));
+  const { observability, registry, server, engineProxy, scheduler, dispatch } = data;
+  if (observability?.requireApiKey && server?.apiKeys.length === 0)
     issues.push('observability.requireApiKey: needs server.apiKeys');
-  if (registry.store === 'etcd' && registry.endpoints.length === 0)
+  if (registry?.store === 'etcd' && registry.endpoints.length === 0)
     issues.push('registry.endpoints: store etcd needs at least one endpoint');
-  issues.push(...directReachabilityIssues(server, instances));
-  const salt = tenantSaltSecret(server, env);
-  if (salt.problem !== undefined) issues.push(salt.problem);
-  const peer = peerSecretSource(parsed.data.engineProxy, env);
-  if (peer.problem !== undefined) issues.push(peer.problem);
+  if (server) {
+    issues.push(...directReachabilityIssues(server, instances));
+    const salt = tenantSaltSecret(server, env);
+    if (salt.problem !== undefined) issues.push(salt.problem);
+  }
+  const peer = engineProxy ? peerSecretSource(engineProxy, env) : undefined;
+  if (peer?.problem !== undefined) issues.push(peer.problem);
+  // a bad `dispatch` or `scheduler` is reported above; `scheduling` is still checked against the defaults
+  const legacy = dispatch ?? coordinatorConfigSchema.shape.dispatch.parse(undefined);
   const scheduling = resolveSchedulingSection(
-    parsed.data.scheduling,
-    {
-      schedulerPolicy: parsed.data.scheduler.policy,
-      ...parsed.data.dispatch,
-    },
+    data.scheduling,
+    { schedulerPolicy: scheduler?.policy, ...legacy },
     plugins,
   );
   if ('issues' in scheduling) issues.push(...scheduling.issues);
-  if (issues.length > 0 || 'issues' in scheduling) throw new ConfigError(issues);
+  if (issues.length > 0 || 'issues' in scheduling || peer === undefined) throw new ConfigError(issues);
   return {
-    ...parsed.data,
+    ...(data as z.output<typeof coordinatorConfigSchema>),
     instances,
     scheduling: scheduling.config,
-    engineCredentials: keys.engineCredentials,
+    engineCredentials: into.engineCredentials,
     peerSecret: peer.source,
+    warnings: into.warnings,
   };
 }
 

@@ -167,28 +167,22 @@ export function resolveSchedulingSection(
 ): { config: CoordinatorSchedulingConfig } | { issues: string[] } {
   const input = raw ?? {};
   if (!isRecord(input)) return { issues: ['scheduling: expected object'] };
+  // every part is checked even when an earlier one fails, so all issues come out at once
+  const issues: string[] = [];
+  const lines = (error: z.ZodError, prefix: PropertyKey[] = []) =>
+    error.issues.map(
+      (i) => `${issuePath([...prefix, ...i.path])}: ${i.message.replace(/^Invalid (input|option): /, '')}`,
+    );
   const keys = coordinatorKeysSchema.safeParse(input);
-  if (!keys.success)
-    return {
-      issues: keys.error.issues.map(
-        (i) => `${issuePath(i.path)}: ${i.message.replace(/^Invalid (input|option): /, '')}`,
-      ),
-    };
+  if (!keys.success) issues.push(...lines(keys.error));
   const { policy: explicitPolicy, engineMetrics, ...rest } = input;
-  const { scrape, scrapeIntervalMs, scrapeTimeoutMs, ...libraryMetrics } = (engineMetrics ?? {}) as Record<
-    string,
-    unknown
-  >;
+  const { scrape, scrapeIntervalMs, scrapeTimeoutMs, ...libraryMetrics } = (
+    isRecord(engineMetrics) ? engineMetrics : {}
+  ) as Record<string, unknown>;
   const scrapeParsed = scrapeSchema.safeParse({ scrape, scrapeIntervalMs, scrapeTimeoutMs });
-  if (!scrapeParsed.success)
-    return {
-      issues: scrapeParsed.error.issues.map(
-        (i) =>
-          `${issuePath(['engineMetrics', ...i.path])}: ${i.message.replace(/^Invalid (input|option): /, '')}`,
-      ),
-    };
+  if (!scrapeParsed.success) issues.push(...lines(scrapeParsed.error, ['engineMetrics']));
   const policy =
-    (explicitPolicy as SchedulingPolicy | undefined) ??
+    (keys.success ? (explicitPolicy as SchedulingPolicy | undefined) : undefined) ??
     (legacy.schedulerPolicy === 'round-robin'
       ? 'round-robin'
       : legacy.schedulerPolicy === 'least-in-flight'
@@ -207,9 +201,10 @@ export function resolveSchedulingSection(
   try {
     parsed = parseSchedulingConfig(library, 'scheduling', plugins);
   } catch (err) {
-    if (err instanceof SchedulingConfigError) return { issues: [...err.issues] };
+    if (err instanceof SchedulingConfigError) return { issues: [...issues, ...err.issues] };
     throw err;
   }
+  if (!scrapeParsed.success || issues.length > 0) return { issues };
   const usesMetrics = (['prefill', 'decode', 'union'] as const).some((role) => {
     const p = parsed[role];
     return [...p.filters, ...p.scorers].some((ref) => METRICS_PLUGINS.includes(ref.type));

@@ -76,6 +76,14 @@ export const serverSectionSchema = z
         'URL engines use to reach this coordinator (the direct-trigger metaserver is `<publicUrl>/v1/metaserver/<per-attempt token>`); ' +
           'default: the bound URL; required when that is a wildcard or loopback address remote decodes cannot call',
       ),
+    shutdownGraceMs: z
+      .int()
+      .min(0)
+      .default(10_000)
+      .describe(
+        '`motor coordinator` on SIGTERM/SIGINT: new requests get 503 (`connection: close`), those in flight get ' +
+          'this long to finish (ms), the rest are cut; one `shutdown` log line tells how it went (0 = cut at once)',
+      ),
     headersTimeoutMs: limitMs(
       D.headersTimeoutMs,
       "time to receive a request's headers, counted from the connection's start (a connection that sends " +

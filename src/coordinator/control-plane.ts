@@ -35,7 +35,7 @@ export interface ControlPlane {
   discovery: InstanceDiscovery;
   /**
    * Serves the management API on `management.port` (no-op when it is null); logs `listening` with
-   * `name: "management"`. `load` and `circuit` fill the views' fields of the same names.
+   * `server: "management"`. `load` and `circuit` fill the views' fields of the same names.
    */
   startManagement(providers?: ManagementProviders): Promise<ManagementServer | null>;
   /** The same management API as a request listener, for an application to mount where it wants. */

@@ -63,8 +63,9 @@ export interface CoordinatorApp {
   /**
    * Refuses new requests (503 `overloaded`, `connection: close`), waits up to `graceMs` for those in
    * flight, cuts the rest, then stops scheduling, the registry, engine connections and tracing.
+   * Resolves with the number of requests cut (0: all finished).
    */
-  close(graceMs: number): Promise<void>;
+  close(graceMs: number): Promise<number>;
 }
 
 /** Wires gateway → dispatcher → scheduler → instance source; starts everything but a listener. */
@@ -73,6 +74,7 @@ export async function createCoordinatorApp(
   log: Logger,
   overrides: CoordinatorOverrides = {},
 ): Promise<CoordinatorApp> {
+  for (const warning of config.warnings ?? []) log.warn(`config: ${warning}`);
   const upstreams = new Upstreams({
     ...config.upstream,
     connectMs: config.timeouts.connectMs,
@@ -167,7 +169,7 @@ export async function createCoordinatorApp(
       if (config.server.publicUrl === undefined) url = bound.replace(/\/+$/, '');
     },
     async close(graceMs) {
-      await drain.close(graceMs);
+      const cut = await drain.close(graceMs);
       scheduling.close();
       await kvEvents?.close();
       await kvPredictor?.close();
@@ -175,6 +177,7 @@ export async function createCoordinatorApp(
       await upstreams.close();
       await obs.close();
       peerSecrets?.close();
+      return cut;
     },
   };
 }
@@ -219,7 +222,15 @@ export interface RunningCoordinator {
   observability: Observability;
   /** The KV block index and its subscribers (null when no instance sets `kvEvents`). */
   kvEvents: KvEventsHub | null;
+  /** Requests in flight (client, management and metrics routes). */
+  inFlight(): number;
+  /** Closes at once: requests in flight are cut (`drain` gives them time). */
   close(): Promise<void>;
+  /**
+   * Drains as `CoordinatorApp.close` does (new requests refused, those in flight get `graceMs`), then
+   * closes the listeners; resolves with the number of requests cut (0: all finished).
+   */
+  drain(graceMs: number): Promise<number>;
 }
 
 /** `motor coordinator`: the app served on `server.port` (with the connection limits) and `management.port`. */
@@ -249,6 +260,12 @@ export async function startCoordinator(
     await app.close(0);
     throw err;
   }
+  const drain = async (graceMs: number): Promise<number> => {
+    // the listener stays open while draining: new requests get a 503 with `connection: close`
+    const cut = await app.close(graceMs);
+    await closeServer(server);
+    return cut;
+  };
   return {
     url: boundUrl,
     managementUrl: management?.url ?? null,
@@ -257,10 +274,10 @@ export async function startCoordinator(
     scheduling: app.scheduling,
     observability: app.observability,
     kvEvents: app.kvEvents,
+    inFlight: app.inFlight,
     async close() {
-      // As before the library split: open requests are cut at once (no drain on this path yet).
-      await closeServer(server);
-      await app.close(0);
+      await drain(0);
     },
+    drain,
   };
 }

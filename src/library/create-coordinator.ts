@@ -77,7 +77,7 @@ export async function createCoordinator(
     registry: app.observability.metrics.registry,
     inFlight: app.inFlight,
     close(closeOptions = {}) {
-      closing ??= app.close(closeOptions.graceMs ?? DEFAULT_CLOSE_GRACE_MS);
+      closing ??= app.close(closeOptions.graceMs ?? DEFAULT_CLOSE_GRACE_MS).then(() => undefined);
       return closing;
     },
   };

@@ -92,3 +92,17 @@ it('xmlProblem finds unbalanced tags, unquoted attributes and raw specials', () 
 it('escapeXml escapes the five XML specials', () => {
   expect(escapeXml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;');
 });
+
+describe('value labels clear their panel title (issue 18 item 8)', () => {
+  it.each([1, 1.7, 3])('scale %s: every label sits at least one line below the title', (scale) => {
+    const svg = renderSvg([result('a', scale), result('b', scale / 2)], 't');
+    for (const panel of svg.split('<g>').slice(1)) {
+      const titleY = Number(/<text x="[\d.]+" y="([\d.]+)" font-size="13"/.exec(panel)![1]);
+      const labels = [
+        ...panel.matchAll(/<text x="[\d.]+" y="([\d.]+)" text-anchor="middle" fill="#333" font-size="10">/g),
+      ];
+      expect(labels.length).toBeGreaterThan(0);
+      for (const m of labels) expect(Number(m[1])).toBeGreaterThanOrEqual(titleY + 12);
+    }
+  });
+});

@@ -100,7 +100,8 @@ function renderPanel(
 ): string[] {
   const out: string[] = [];
   const left = 48;
-  const top = 28;
+  // room above the plot for the title and a value label over a bar that reaches the axis top
+  const top = 42;
   const bottom = 26;
   const plotW = w - left - 10;
   const plotH = h - top - bottom;

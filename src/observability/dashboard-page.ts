@@ -41,7 +41,8 @@ export const DASHBOARD_HTML = `<!doctype html>
   .load { display:inline-block; height:8px; background:var(--prefill); border-radius:4px; vertical-align:middle; margin-right:6px; }
   .grid2 { display:grid; grid-template-columns: 2fr 3fr; gap:16px; }
   @media (max-width: 1000px) { .grid2 { grid-template-columns: 1fr; } }
-  svg.spark { width:100%; height:80px; display:block; }
+  svg.spark { width:100%; height:80px; display:block; border-left:1px solid var(--dim); border-bottom:1px solid var(--dim); }
+  .axis { display:flex; justify-content:space-between; color:var(--dim); font-size:11px; margin-top:2px; }
   .timeline { position:relative; height:18px; min-width:260px; background:#0b1016; border-radius:3px; }
   .bar { position:absolute; top:3px; height:12px; border-radius:2px; }
   .bar.prefill { background:var(--prefill); } .bar.decode { background:var(--decode); }
@@ -75,13 +76,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     <section>
       <h2>Request rate (last 60 s)</h2>
       <svg class="spark" id="spark" viewBox="0 0 600 80" preserveAspectRatio="none"></svg>
-      <div class="legend" style="margin-top:10px">
-        <span><i style="background:var(--prefill)"></i>prefill leg</span>
-        <span><i style="background:var(--decode)"></i>decode leg</span>
-        <span><i style="background:var(--single)"></i>single leg</span>
-        <span><i style="background:var(--err)"></i>failed leg</span>
-        <span><i style="background:var(--fb)"></i>first byte</span>
-      </div>
+      <div class="axis"><span>−60 s</span><span id="spark-max">y: requests per second</span><span>now</span></div>
     </section>
   </div>
   <section id="kv-section" hidden>
@@ -92,6 +87,13 @@ export const DASHBOARD_HTML = `<!doctype html>
   </section>
   <section>
     <h2>Recent requests (P → D timelines)</h2>
+    <div class="legend" style="margin-bottom:8px">
+      <span><i style="background:var(--prefill)"></i>prefill leg</span>
+      <span><i style="background:var(--decode)"></i>decode leg</span>
+      <span><i style="background:var(--single)"></i>single leg</span>
+      <span><i style="background:var(--err)"></i>failed leg</span>
+      <span><i style="background:var(--fb)"></i>first byte</span>
+    </div>
     <table><thead><tr><th>Request</th><th>Plan</th><th>Status</th><th>Attempts</th><th>TTFT</th><th>Duration</th><th>Instances</th><th style="width:40%">Timeline</th></tr></thead>
     <tbody id="recent"></tbody></table>
   </section>
@@ -133,7 +135,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       tr.appendChild(el('td', i.circuit === 'open' ? 'bad' : i.circuit === 'closed' ? 'ok' : 'dim', i.circuit || 'n/a'));
       var load = el('td');
       var bar = el('span', 'load'); bar.style.width = Math.round(4 + 80 * i.inFlight / max) + 'px';
-      load.appendChild(bar); load.appendChild(document.createTextNode(i.inFlight + ' legs'));
+      load.appendChild(bar); load.appendChild(document.createTextNode(i.inFlight + (i.inFlight === 1 ? ' leg' : ' legs')));
       tr.appendChild(load);
       body.appendChild(tr);
     });
@@ -142,6 +144,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   function renderSpark(perSecond) {
     var svg = $('spark');
     var max = Math.max(1, Math.max.apply(null, perSecond));
+    $('spark-max').textContent = 'y: requests per second, top = ' + max;
     var w = 600 / perSecond.length;
     var ns = 'http://www.w3.org/2000/svg';
     svg.replaceChildren();

@@ -428,6 +428,6 @@ export async function startManagementServer(options: ManagementServerOptions): P
   const handler = createManagementHandler(options);
   const server = createServer(handler);
   const url = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
-  if (options.logger) logListening(options.logger, { url, name: 'management' });
+  if (options.logger) logListening(options.logger, { url }, 'management');
   return { url, server, close: () => closeServer(server) };
 }

@@ -188,6 +188,10 @@ function formatIssues(prefix: string, error: z.ZodError): string[] {
 
 const ROLES = ['prefill', 'decode', 'union'] as const;
 
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /**
  * Validates and fills defaults, including every plugin's params (checked against the plugin's own
  * schema). Throws {@link SchedulingConfigError} naming each bad path, e.g.
@@ -200,14 +204,11 @@ export function parseSchedulingConfig(
   plugins: PluginCatalog = builtinPlugins,
 ): SchedulingConfig {
   const parsed = schedulingConfigSchema.safeParse(input ?? {});
-  if (!parsed.success) throw new SchedulingConfigError(formatIssues(pathPrefix, parsed.error));
-  const config = parsed.data;
-  const issues: string[] = [];
-  const check = (
-    ref: { type: string; params: Record<string, unknown> },
-    kind: PluginKind,
-    path: PropertyKey[],
-  ) => {
+  const issues: string[] = parsed.success ? [] : formatIssues(pathPrefix, parsed.error);
+  // the plugin types are checked even when the schema fails elsewhere (every issue at once); on the
+  // raw input then, where a ref whose shape is wrong was reported above and is skipped here
+  const check = (ref: unknown, kind: PluginKind, path: PropertyKey[]) => {
+    if (!isRecord(ref) || typeof ref.type !== 'string') return;
     const definition = plugins.find(ref.type);
     if (!definition || definition.kind !== kind) {
       issues.push(
@@ -215,17 +216,21 @@ export function parseSchedulingConfig(
       );
       return;
     }
-    const params = definition.params.safeParse(ref.params);
+    if (ref.params !== undefined && !isRecord(ref.params)) return;
+    const params = definition.params.safeParse(ref.params ?? {});
     if (!params.success)
       issues.push(...formatIssues(formatPath(pathPrefix, [...path, 'params']), params.error));
-    else ref.params = params.data as Record<string, unknown>;
+    else if (parsed.success) ref.params = params.data as Record<string, unknown>;
   };
+  const config: unknown = parsed.success ? parsed.data : input;
   for (const role of ROLES) {
-    const profile = config[role];
-    profile.filters.forEach((ref, i) => check(ref, 'filter', [role, 'filters', i]));
-    profile.scorers.forEach((ref, i) => check(ref, 'scorer', [role, 'scorers', i]));
+    const profile = isRecord(config) ? config[role] : undefined;
+    if (!isRecord(profile)) continue;
+    const list = (key: 'filters' | 'scorers') => (Array.isArray(profile[key]) ? profile[key] : []);
+    list('filters').forEach((ref, i) => check(ref, 'filter', [role, 'filters', i]));
+    list('scorers').forEach((ref, i) => check(ref, 'scorer', [role, 'scorers', i]));
     check(profile.picker, 'picker', [role, 'picker']);
   }
-  if (issues.length > 0) throw new SchedulingConfigError(issues);
-  return config;
+  if (issues.length > 0 || !parsed.success) throw new SchedulingConfigError(issues);
+  return parsed.data;
 }

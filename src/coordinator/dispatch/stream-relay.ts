@@ -3,6 +3,7 @@ import type { Attempt } from './attempt.js';
 import type { Leg, ResponseData } from './leg.js';
 import { recomputedError } from './recompute.js';
 import { SseRelay } from './sse-relay.js';
+import { attemptIdRewrite, withClientRequestId } from '../../engine-adapters/client-request-id.js';
 
 /**
  * A stream answer, chunk by chunk: the first forwarded bytes commit the response; after that a failure
@@ -17,6 +18,8 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
   const { sink, migration } = session;
   const seam = migration.seam;
   const relay = new SseRelay(session.rewrite);
+  // the client sees the root request id in the body too (client-request-id.ts)
+  const ids = attemptIdRewrite(attempt.ids.rootRequestId, attempt.ids.engineRequestId);
   const body = res.body;
   return new Promise<MotorError | null>((resolve) => {
     let settled = false;
@@ -52,7 +55,8 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
     });
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
-      const pushed = relay.push(chunk);
+      const relayed = relay.push(chunk);
+      const pushed = relayed === null ? null : withClientRequestId(relayed, ids);
       const out = seam !== null && pushed !== null ? seam.rewrite(pushed) : pushed;
       if (relay.recomputed) {
         // Frames before the recomputed one are the answer so far: relayed only once committed.

@@ -1,0 +1,75 @@
+import type { z } from 'zod';
+
+/**
+ * Section-by-section parsing of a config object, so that one bad section never hides the issues of
+ * the others, nor the checks that run on the sections that did parse (issue 18 item 6: every error at
+ * once). Arrays named in `elementwise` are parsed entry by entry: the good entries are kept with their
+ * index, for the checks that look at each entry.
+ */
+
+/** `a.b[2].c`, or `(root)`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path)
+    out += typeof key === 'number' ? `[${key}]` : out === '' ? String(key) : `.${String(key)}`;
+  return out === '' ? '(root)' : out;
+}
+
+/** One zod issue as `path: message`, the path under `prefix`. */
+export function issueLine(issue: z.core.$ZodIssue, prefix: readonly PropertyKey[] = []): string {
+  const message =
+    issue.code === 'unrecognized_keys'
+      ? `unknown key(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}`
+      : issue.message.replace(/^Invalid (input|option): /, '');
+  return `${formatPath([...prefix, ...issue.path])}: ${message}`;
+}
+
+export interface ParsedSections<T> {
+  /** Every section that parsed (all of them when `issues` is empty). */
+  data: Partial<T>;
+  /** Entries of the `elementwise` arrays that parsed, with their index in the input. */
+  entries: Partial<Record<keyof T, { value: unknown; index: number }[]>>;
+  issues: string[];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Parses each key of a strict object schema on its own; unknown keys are one `(root)` issue. */
+export function parseSections<S extends z.ZodObject>(
+  schema: S,
+  raw: unknown,
+  elementwise: Partial<Record<keyof S['shape'], z.ZodType>> = {},
+): ParsedSections<z.output<S>> {
+  const out: ParsedSections<z.output<S>> = { data: {}, entries: {}, issues: [] };
+  if (!isRecord(raw)) {
+    out.issues.push('(root): expected object');
+    return out;
+  }
+  const shape = schema.shape as Record<string, z.ZodType>;
+  const data = out.data as Record<string, unknown>;
+  for (const [key, section] of Object.entries(shape)) {
+    const value = raw[key];
+    const entrySchema = (elementwise as Record<string, z.ZodType | undefined>)[key];
+    if (entrySchema !== undefined && Array.isArray(value)) {
+      const good: { value: unknown; index: number }[] = [];
+      value.forEach((entry, index) => {
+        const parsed = entrySchema.safeParse(entry);
+        if (parsed.success) good.push({ value: parsed.data, index });
+        else out.issues.push(...parsed.error.issues.map((i) => issueLine(i, [key, index])));
+      });
+      (out.entries as Record<string, unknown>)[key] = good;
+      if (good.length === value.length) data[key] = good.map((g) => g.value);
+      continue;
+    }
+    const parsed = section.safeParse(value);
+    if (parsed.success) data[key] = parsed.data;
+    else out.issues.push(...parsed.error.issues.map((i) => issueLine(i, [key])));
+  }
+  // last, as zod reports them
+  const unknown = Object.keys(raw).filter((k) => !(k in shape));
+  if (unknown.length > 0)
+    out.issues.push(`(root): unknown key(s) ${unknown.map((k) => `'${k}'`).join(', ')}`);
+  return out;
+}
