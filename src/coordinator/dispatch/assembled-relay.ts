@@ -1,4 +1,5 @@
 import { MotorError } from '../../common/motor-error.js';
+import { attemptIdRewrite, withClientRequestId } from '../../engine-adapters/client-request-id.js';
 import { assembleAnswer } from './assembled-answer.js';
 import type { Attempt } from './attempt.js';
 import type { PrefillOutcome } from './decode-relay.js';
@@ -25,6 +26,8 @@ export function relayAssembled(
   const { migration } = session;
   const seam = migration.seam;
   const relay = new SseRelay(session.rewrite);
+  // the client sees the root request id in the body too (client-request-id.ts)
+  const ids = attemptIdRewrite(attempt.ids.rootRequestId, attempt.ids.engineRequestId);
   const body = res.body;
   return new Promise<MotorError | null>((resolve) => {
     let settled = false;
@@ -49,7 +52,8 @@ export function relayAssembled(
     });
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
-      const pushed = relay.push(chunk);
+      const relayed = relay.push(chunk);
+      const pushed = relayed === null ? null : withClientRequestId(relayed, ids);
       const out = seam !== null && pushed !== null ? seam.rewrite(pushed) : pushed;
       if (relay.recomputed) {
         if (migration.started && out !== null) migration.sent.record(out);
