@@ -76,12 +76,16 @@ export function spawnMotor(args: readonly string[], opts: SpawnMotorOptions = {}
     if (stderr.length < 64_000) stderr += d.toString();
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // 'close' comes after 'exit' once stdout is read to its end: its last lines (a shutdown log) are in `logs`
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const stop = async (killAfterMs = 5_000): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-    await exited;
-    clearTimeout(timer);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+      await exited;
+      clearTimeout(timer);
+    }
+    await closed;
   };
   const label = `motor ${args.join(' ')}`;
   return new Promise((resolve, reject) => {
