@@ -50,19 +50,12 @@ export function registerCoordinator(program: Command): void {
           'empty fleet: no instances in the config, no management port and no etcd registry; ' +
             'every request will fail',
         );
-      let running;
-      try {
-        running = await startCoordinator(config, log);
-      } catch (err) {
-        // etcd unreachable, a static instance the registry refuses
-        if (err instanceof RegistryError) throw new CliError(firstLine(err.message));
-        const listen = listenErrorText(err);
-        if (listen === undefined) throw err;
-        const port = (err as { port?: unknown }).port;
-        const key = port === config.management.port ? 'management.port' : 'server.port';
-        throw new CliError(`${listen} (${key})`);
-      }
+      // Signals are handled from the start: one that arrives after the `listening` line but before
+      // start-up has finished (the management port, scheduling) still gets its drain and shutdown line.
+      const starting = startCoordinator(config, log);
+      starting.catch(() => {}); // reported below
       onShutdown(async (signal) => {
+        const running = await starting;
         const inFlight = running.inFlight();
         const graceMs = config.server.shutdownGraceMs;
         const started = Date.now();
@@ -80,5 +73,16 @@ export function registerCoordinator(program: Command): void {
           'shutdown',
         );
       });
+      try {
+        await starting;
+      } catch (err) {
+        // etcd unreachable, a static instance the registry refuses
+        if (err instanceof RegistryError) throw new CliError(firstLine(err.message));
+        const listen = listenErrorText(err);
+        if (listen === undefined) throw err;
+        const port = (err as { port?: unknown }).port;
+        const key = port === config.management.port ? 'management.port' : 'server.port';
+        throw new CliError(`${listen} (${key})`);
+      }
     });
 }
