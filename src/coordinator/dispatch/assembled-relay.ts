@@ -1,12 +1,11 @@
 import { MotorError } from '../../common/motor-error.js';
-import { attemptIdRewrite, withClientRequestId } from '../../engine-adapters/client-request-id.js';
 import { assembleAnswer } from './assembled-answer.js';
 import type { Attempt } from './attempt.js';
 import type { PrefillOutcome } from './decode-relay.js';
 import type { Leg, ResponseData } from './leg.js';
 import { recomputedError } from './recompute.js';
 import { rewriteResponseObject, SseRelay } from './sse-relay.js';
-import { earlyErrorFrame, endOfBody, stopReasonFor } from './stream-relay.js';
+import { clientFrames, earlyErrorFrame, endOfBody, stopReasonFor } from './stream-relay.js';
 
 /**
  * A non-stream client's answer from a streamed leg (`migration.nonStreamLegs: stream`,
@@ -24,10 +23,8 @@ export function relayAssembled(
 ): Promise<MotorError | null> {
   const { session } = attempt;
   const { migration } = session;
-  const seam = migration.seam;
   const relay = new SseRelay(session.rewrite);
-  // the client sees the root request id in the body too (client-request-id.ts)
-  const ids = attemptIdRewrite(attempt.ids.rootRequestId, attempt.ids.engineRequestId);
+  const toClient = clientFrames(attempt, relay);
   const body = res.body;
   return new Promise<MotorError | null>((resolve) => {
     let settled = false;
@@ -52,9 +49,7 @@ export function relayAssembled(
     });
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
-      const relayed = relay.push(chunk);
-      const pushed = relayed === null ? null : withClientRequestId(relayed, ids);
-      const out = seam !== null && pushed !== null ? seam.rewrite(pushed) : pushed;
+      const out = toClient(chunk);
       if (relay.recomputed) {
         if (migration.started && out !== null) migration.sent.record(out);
         attempt.fail(recomputedError(leg), 'recompute'); // settles through onCancel

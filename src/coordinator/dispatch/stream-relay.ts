@@ -16,10 +16,8 @@ import { attemptIdRewrite, withClientRequestId } from '../../engine-adapters/cli
 export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Promise<MotorError | null> {
   const { session } = attempt;
   const { sink, migration } = session;
-  const seam = migration.seam;
   const relay = new SseRelay(session.rewrite);
-  // the client sees the root request id in the body too (client-request-id.ts)
-  const ids = attemptIdRewrite(attempt.ids.rootRequestId, attempt.ids.engineRequestId);
+  const toClient = clientFrames(attempt, relay);
   const body = res.body;
   return new Promise<MotorError | null>((resolve) => {
     let settled = false;
@@ -55,9 +53,7 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
     });
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
-      const relayed = relay.push(chunk);
-      const pushed = relayed === null ? null : withClientRequestId(relayed, ids);
-      const out = seam !== null && pushed !== null ? seam.rewrite(pushed) : pushed;
+      const out = toClient(chunk);
       if (relay.recomputed) {
         // Frames before the recomputed one are the answer so far: relayed only once committed.
         if (sink.committed && out !== null) {
@@ -106,6 +102,20 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
     body.on('end', () => settle(endOfBody(relay, leg)));
     body.on('error', (err) => settle(attempt.failure ?? leg.connectionError(err)));
   });
+}
+
+/**
+ * Per chunk of an engine stream, the client's frames: the relay's rewrites, the root request id in
+ * the body (client-request-id.ts), and after a migration the seam (stream-seam.ts). One closure per leg.
+ */
+export function clientFrames(attempt: Attempt, relay: SseRelay): (chunk: Buffer) => Buffer | null {
+  const ids = attemptIdRewrite(attempt.ids.rootRequestId, attempt.ids.engineRequestId);
+  const seam = attempt.session.migration.seam;
+  return (chunk) => {
+    const relayed = relay.push(chunk);
+    const pushed = relayed === null ? null : withClientRequestId(relayed, ids);
+    return seam !== null && pushed !== null ? seam.rewrite(pushed) : pushed;
+  };
 }
 
 export function stopReasonFor(err: MotorError): 'timeout' | 'peer_failed' {
