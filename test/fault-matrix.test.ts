@@ -331,12 +331,16 @@ describe('fault matrix', () => {
         await Promise.all(allSims().map(resetSim));
         const stream = i % 4 !== 3;
         const ctl = new AbortController();
-        const delayMs = Math.floor(rand() * 80);
         let abortedAt = 0;
-        const timer = setTimeout(() => {
+        const abort = (): void => {
           abortedAt = Date.now();
           ctl.abort();
-        }, delayMs);
+        };
+        // A stream is cut after a seeded number of body chunks (an event, so both legs are surely in
+        // flight however loaded the machine is); a non-stream request after a seeded delay, which may fall
+        // before, during or after the legs.
+        const abortAfterChunks = stream ? 1 + Math.floor(rand() * 30) : Infinity;
+        const timer = stream ? undefined : setTimeout(abort, Math.floor(rand() * 80));
         let point = 'before headers';
         try {
           const res = await request(`${coords[plan]!.url}/v1/chat/completions`, {
@@ -351,7 +355,11 @@ describe('fault matrix', () => {
             signal: ctl.signal,
           });
           point = 'after headers';
-          for await (const _chunk of res.body) point = 'mid-stream';
+          let chunks = 0;
+          for await (const _chunk of res.body) {
+            point = 'mid-stream';
+            if (++chunks === abortAfterChunks) abort();
+          }
           point = 'completed';
         } catch {
           // the abort
