@@ -15,6 +15,7 @@ import {
   codeBlocks,
   parseDockerfile,
   parseEnvFile,
+  withGeneratedSecrets,
   parseUnitService,
   readText,
   shellCommands,
@@ -34,7 +35,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEPLOY = join(ROOT, 'deploy');
 const DOC = readText(join(ROOT, 'docs/deploy.md'));
 const deployFile = (name: string): string => readText(join(DEPLOY, name));
-const coordinatorEnv = parseEnvFile(deployFile('coordinator.env'));
+const coordinatorEnv = withGeneratedSecrets(parseEnvFile(deployFile('coordinator.env')));
 
 /** `/etc/motor/<file>` → the test's copy (if written) or deploy/<file>; `/opt/motor/` → this checkout. */
 function localPath(path: string, overrides: Record<string, string>): string {
@@ -81,6 +82,14 @@ describe('deploy/ files', () => {
     },
   );
 
+  it('the example env files as shipped are refused: every replace-me secret is named', () => {
+    const shipped = parseEnvFile(deployFile('coordinator.env'));
+    const raw = parseYaml(deployFile('motor.yaml')) as unknown;
+    expect(() => validateCoordinatorConfig(mergeDeep(raw, configFromEnv(shipped)), shipped)).toThrow(
+      /server\.apiKeys\[0\]: still the "replace-me…" example value[\s\S]*management\.adminToken: still[\s\S]*MOTOR_PEER_SECRET: peer secret #1: still/,
+    );
+  });
+
   it('covers the three fleets: proxies, direct mode, replicas on etcd', () => {
     expect(yamls.sort()).toEqual(['motor-direct.yaml', 'motor-etcd.yaml', 'motor.yaml']);
   });
@@ -121,7 +130,7 @@ describe('deploy/ files', () => {
   it('the engine proxies and the coordinator share one peer secret', () => {
     for (const role of ['prefill', 'decode']) {
       expect(parseEnvFile(deployFile(`engine-proxy-${role}.env`)).MOTOR_PEER_SECRET).toBe(
-        coordinatorEnv.MOTOR_PEER_SECRET,
+        parseEnvFile(deployFile('coordinator.env')).MOTOR_PEER_SECRET,
       );
     }
   });
@@ -197,7 +206,7 @@ describe('docs/deploy.md with simulators standing in for engines', () => {
   ) => {
     const service = parseUnitService(deployFile(unitFile));
     const envFile = localPath(service.EnvironmentFile!.replace(/%i/g, instance), overrides);
-    const env = { ...parseEnvFile(readText(envFile)), ...envOverrides };
+    const env = { ...withGeneratedSecrets(parseEnvFile(readText(envFile))), ...envOverrides };
     const argv = splitWords(service.ExecStart!.replace(/%i/g, instance), env).map((w) =>
       localPath(w, overrides),
     );

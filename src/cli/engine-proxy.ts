@@ -3,6 +3,7 @@ import { Option } from 'commander';
 import { intArg } from './number-arg.js';
 import { parsePeerSecrets, PEER_SECRET_ENV, type PeerSecretSource } from '../common/peer-secrets.js';
 import { listenErrorText } from '../common/os-errors.js';
+import { placeholderSecretProblems } from '../common/placeholder-secret.js';
 import { readStructuredFile, StructuredFileError } from '../common/structured-file.js';
 import { serverLimitsProblem } from '../common/server-limits.js';
 import { bootstrapHostProblem } from '../engine-proxy/bootstrap-host.js';
@@ -387,6 +388,12 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
     engineApiKey: nonEmpty(cli.engineApiKey ?? process.env.MOTOR_ENGINE_API_KEY),
     engineAdminApiKey: nonEmpty(cli.engineAdminApiKey ?? process.env.MOTOR_ENGINE_ADMIN_API_KEY),
   };
+  const placeholder = placeholderSecretProblems([
+    ['--engine-api-key / MOTOR_ENGINE_API_KEY', resolved.engineApiKey],
+    ['--engine-admin-api-key / MOTOR_ENGINE_ADMIN_API_KEY', resolved.engineAdminApiKey],
+    ['--register-token / MOTOR_ADMIN_TOKEN', cli.registerToken ?? process.env.MOTOR_ADMIN_TOKEN],
+  ])[0];
+  if (placeholder !== undefined) return placeholder;
   const peer = peerSecretOf(cli.peerSecretFile, process.env[PEER_SECRET_ENV]);
   if (typeof peer === 'string') return peer;
   resolved.peerSecret = peer;

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from './logger.js';
+import { placeholderSecretProblem } from './placeholder-secret.js';
 
 /**
  * The header that carries the shared peer secret on every coordinator → engine-proxy call and every
@@ -34,6 +35,11 @@ export function parsePeerSecrets(text: string, from: string): string[] {
   if (short >= 0) {
     throw new Error(`${from}: peer secret #${short + 1} is shorter than ${PEER_SECRET_MIN_CHARS} characters`);
   }
+  const placeholder = secrets.findIndex((s) => placeholderSecretProblem('', s) !== undefined);
+  if (placeholder >= 0)
+    throw new Error(
+      placeholderSecretProblem(`${from}: peer secret #${placeholder + 1}`, secrets[placeholder]),
+    );
   return secrets;
 }
 

@@ -1,6 +1,7 @@
 import type { PeerSecretSource } from '../common/peer-secrets.js';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { placeholderSecretProblems } from '../common/placeholder-secret.js';
 import { readStructuredMapping } from '../common/structured-file.js';
 import type { DispatchPlan, DispatchProfile, EngineKind } from '../protocol/index.js';
 import { parseSections } from './config-sections.js';
@@ -324,6 +325,16 @@ export function validateCoordinatorConfig(
     const salt = tenantSaltSecret(server, env);
     if (salt.problem !== undefined) issues.push(salt.problem);
   }
+  issues.push(
+    ...placeholderSecretProblems([
+      ...(server?.apiKeys ?? []).map((key, i) => [`server.apiKeys[${i}]`, key] as const),
+      ['management.adminToken', data.management?.adminToken],
+      ...[...into.engineCredentials].flatMap(([id, c]: [string, engineKeys.EngineCredentials]) => [
+        [`instance ${id} apiKey`, c.apiKey] as const,
+        [`instance ${id} adminApiKey`, c.adminApiKey] as const,
+      ]),
+    ]),
+  );
   const peer = engineProxy ? peerSecretSource(engineProxy, env) : undefined;
   if (peer?.problem !== undefined) issues.push(peer.problem);
   // a bad `dispatch` or `scheduler` is reported above; `scheduling` is still checked against the defaults

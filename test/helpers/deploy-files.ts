@@ -20,6 +20,18 @@ export function parseEnvFile(text: string): Record<string, string> {
   return out;
 }
 
+/**
+ * An env file's values with each `replace-me…` example secret replaced by a generated stand-in (the
+ * same stand-in for the same placeholder, so files that must share a secret still do), as the doc tells
+ * operators to do: Motor refuses the placeholders.
+ */
+export function withGeneratedSecrets(env: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env))
+    out[key] = value.replace(/^replace-me/, 'generated-for-test');
+  return out;
+}
+
 /** A unit's `[Service]` settings (last one wins), backslash continuations joined. */
 export function parseUnitService(text: string): Record<string, string> {
   const out: Record<string, string> = {};
