@@ -22,11 +22,9 @@ let decode: RunningSimulator;
 let coordinator: RunningCoordinator;
 
 beforeAll(async () => {
-  [prefill, decode] = await Promise.all(
-    (['prefill', 'decode'] as const).map((role) =>
-      startSimulator({ role, timeScale: 0, model: MODEL, kvConnector: 'NixlConnector' }, log),
-    ),
-  );
+  const start = (role: 'prefill' | 'decode') =>
+    startSimulator({ role, timeScale: 0, model: MODEL, kvConnector: 'NixlConnector' }, log);
+  [prefill, decode] = await Promise.all([start('prefill'), start('decode')]);
   const config = validateCoordinatorConfig({
     server: { port: 0 },
     instances: [

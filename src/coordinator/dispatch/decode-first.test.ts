@@ -86,6 +86,22 @@ describe('DecodeFirst.apply', () => {
     expect(counted).toEqual(['cached/approximate']);
   });
 
+  it('reads the KV events prediction first: the decode holds too little, so the pair stays', () => {
+    const released: string[] = [];
+    const counted: string[] = [];
+    const first = new DecodeFirst(
+      { enabled: true, ...RULES },
+      ['prefix-affinity'],
+      { unused: (i) => released.push(i.id) },
+      (outcome, source) => counted.push(`${outcome}/${source}`),
+    );
+    const kvPrediction = { promptTokens: 1000, cachedTokens: new Map([['D', 16]]) };
+    const selection = pair('vllm', released);
+    expect(first.apply(selection, { model: 'm', promptTokens: 100, kvPrediction })).toBe(selection);
+    expect(released).toEqual([]);
+    expect(counted).toEqual(['prefill/precise']);
+  });
+
   it('leaves an SGLang pair alone (and counts it unsupported)', () => {
     const released: string[] = [];
     const counted: string[] = [];
@@ -247,5 +263,50 @@ describe.each(Object.entries(KINDS))('%s', (_kindName, kind) => {
       }
     }
     expect(got).toEqual(want);
+  });
+});
+
+describe('decode-first and the rest of the attempt loop', () => {
+  const instances = KINDS['vLLM NIXL handoff (proxy)']!.instances;
+  const short = { enabled: true, minCachedFraction: 1, maxUncachedTokens: 100_000 };
+
+  it('a decode-first stream that breaks after commit is migrated (continued on a new attempt)', async () => {
+    let n = 0;
+    const ok = engines(KINDS['vLLM NIXL handoff (proxy)']!);
+    const h = new DispatchHarness(
+      { instances, decodeFirst: short },
+      {
+        ...ok,
+        D: (call, harness) =>
+          n++ === 0 ? { kind: 'sse', frames: [delta('Hel')], end: 'truncate' } : ok.D!(call, harness),
+      },
+    );
+    harnesses.push(h);
+    const reply = await h.send({ messages: [{ role: 'user', content: TURN }], stream: true, max_tokens: 8 });
+    expect(reply?.status).toBe(200);
+    expect(h.callsTo('P')).toHaveLength(0);
+    expect(h.callsTo('D').map((c) => c.role)).toEqual(['single', 'single']);
+    expect(reply!.text.split('data: {"error"')).toHaveLength(1);
+    expect(reply!.text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(h.observed('migration').length).toBeGreaterThan(0);
+  });
+
+  it('a decode-first leg refused before commit is retried (and the instance counted failed, not the prefill)', async () => {
+    let n = 0;
+    const ok = engines(KINDS['vLLM NIXL handoff (proxy)']!);
+    const h = new DispatchHarness(
+      { instances, decodeFirst: short },
+      {
+        ...ok,
+        D: (call, harness) => (n++ === 0 ? { kind: 'refuse' } : ok.D!(call, harness)),
+      },
+    );
+    harnesses.push(h);
+    const reply = await h.send({ messages: [{ role: 'user', content: TURN }], stream: false, max_tokens: 8 });
+    expect(reply?.status).toBe(200);
+    expect(h.callsTo('P')).toHaveLength(0);
+    expect(h.callsTo('D')).toHaveLength(2);
+    expect(h.scheduling.scheduler.loadTracker.get('P').inflightRequests).toBe(0);
+    expect(h.scheduling.scheduler.loadTracker.get('D').inflightRequests).toBe(0);
   });
 });
