@@ -18,6 +18,7 @@ import { timeoutsSection } from './timeouts-section.js';
 import { kvHashSection } from './kv-hash-section.js';
 import { resolveInstance } from './resolve-instance.js';
 import { migrationSection } from './migration-section.js';
+import { decodeFirstSection, decodeFirstWarnings } from './decode-first-section.js';
 
 /**
  * The coordinator's configuration: this one schema is the source of truth for types, defaults and
@@ -148,6 +149,7 @@ export const coordinatorConfigSchema = z.strictObject({
     .prefault({})
     .describe('new attempts, only before the first byte reached the client'),
   migration: migrationSection,
+  decodeFirst: decodeFirstSection,
   timeouts: timeoutsSection,
   kvHash: kvHashSection,
   engineProxy: engineProxySection,
@@ -346,6 +348,8 @@ export function validateCoordinatorConfig(
   );
   if ('issues' in scheduling) issues.push(...scheduling.issues);
   if (issues.length > 0 || 'issues' in scheduling || peer === undefined) throw new ConfigError(issues);
+  const decodeScorers = scheduling.config.library.decode.scorers.map((s) => s.type);
+  into.warnings.push(...decodeFirstWarnings(data.decodeFirst, instances, decodeScorers));
   return {
     ...(data as z.output<typeof coordinatorConfigSchema>),
     instances,

@@ -14,6 +14,7 @@ import {
 import type { Observability } from '../observability/observability.js';
 import { startControlPlane, type ControlPlane, type ManagementProviders } from './control-plane.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
+import { decodeFirstCounter } from './dispatch/decode-first-metrics.js';
 import type { PendingTrigger } from './dispatch/pending-trigger.js';
 import { Upstreams } from './upstream.js';
 import { createGatewayListener } from './gateway/gateway.js';
@@ -128,6 +129,9 @@ export async function createCoordinatorApp(
     publicUrl: () => url,
     peerSecrets,
     kvPrediction: async (client) => kvPredictor?.predict(client),
+    decodeFirstCount: config.decodeFirst?.enabled
+      ? decodeFirstCounter(obs.observability.metrics.registry)
+      : undefined,
   });
   const gateway = createGatewayListener({
     config,

@@ -77,6 +77,8 @@ export function routeExplainer(
 export interface Selection {
   route: Route;
   cachedPromptTokens: number;
+  /** A pair's decode instance's estimate, from a cache-aware decode scorer (decode-first reads it). */
+  decodeCachedPromptTokens?: number;
   picked: readonly Instance[];
   /** A pair's decode load, counted from the pick: its leg takes it, the attempt's end releases it. */
   reservation: LoadReservation | null;
@@ -239,6 +241,7 @@ export class SchedulingAdapter {
       return {
         route: { kind: 'pd', plan: decision.plan, flow: flowFor(decision.plan, prefill), prefill, decode },
         cachedPromptTokens: decision.cachedPromptTokens,
+        decodeCachedPromptTokens: decision.decodeCachedPromptTokens,
         picked: [prefill, decode],
         reservation: new LoadReservation(this.scheduler.loadTracker, decode.id, request.promptTokens),
       };

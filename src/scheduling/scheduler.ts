@@ -368,7 +368,8 @@ export class Scheduler {
       this.breakers.onPicked(p.id);
       this.breakers.onPicked(d.id);
       this.stats.pairs += 1;
-      return { kind: 'pair', plan, prefill: p, decode: d, cachedPromptTokens: ctx.cachedFor(p) };
+      const [cachedPromptTokens, decodeCachedPromptTokens] = [ctx.cachedFor(p), ctx.cachedFor(d)];
+      return { kind: 'pair', plan, prefill: p, decode: d, cachedPromptTokens, decodeCachedPromptTokens };
     },
     failure: (failure) => {
       this.stats.failures[failure.code] += 1;

@@ -62,6 +62,8 @@ export interface PairDecision {
   readonly decode: SchedulableInstance;
   /** Estimated prompt tokens already cached on the chosen prefill instance (0 if unknown). */
   readonly cachedPromptTokens: number;
+  /** The same for the chosen decode instance, when a cache-aware scorer runs on decode (decode-first). */
+  readonly decodeCachedPromptTokens?: number;
 }
 
 /** Why a single instance serves the whole request. */

@@ -25,6 +25,12 @@ import { RequestCancellation } from './request-cancellation.js';
 import type { Session } from './session.js';
 import { runSingle } from './single-flow.js';
 import { stopLegs } from './stop-legs.js';
+import {
+  DecodeFirst,
+  decodeRunsWholeRequests,
+  type DecodeFirstOutcome,
+  type PredictionSource,
+} from './decode-first.js';
 import type { PendingTriggers } from './pending-trigger.js';
 import type { PeerSecrets } from '../../common/peer-secrets.js';
 
@@ -44,6 +50,8 @@ export interface DispatcherDeps {
   peerSecrets?: PeerSecrets | null;
   /** What the engines' KV events predict for a request (`precise-prefix`, kv-prediction.ts); never rejects. */
   kvPrediction?: (client: ClientRequest) => Promise<KvPrediction | undefined>;
+  /** Counts decode-first's checks (`motor_decode_first_total`, decode-first-metrics.ts); default none. */
+  decodeFirstCount?: (outcome: DecodeFirstOutcome, source: PredictionSource) => void;
 }
 
 /** Where the next attempt goes: instances to avoid, or a route the prefill-failure policy forces. */
@@ -63,6 +71,7 @@ interface RetryPlan {
 export class Dispatcher {
   private readonly services: AttemptServices;
   private readonly flowDeps: ConcurrentFlowDeps;
+  private readonly decodeFirst: DecodeFirst | null;
 
   constructor(readonly deps: DispatcherDeps) {
     const { config, source, scheduling, upstreams, log, publicUrl, peerSecrets } = deps;
@@ -77,6 +86,14 @@ export class Dispatcher {
       stopLegs: (attempt, reason) => stopLegs(attempt, reason, transports, log),
     };
     this.flowDeps = { triggers: deps.triggers, log };
+    this.decodeFirst = config.decodeFirst?.enabled
+      ? new DecodeFirst(
+          config.decodeFirst,
+          scheduling.config.library.decode.scorers.map((s) => s.type),
+          scheduling,
+          deps.decodeFirstCount,
+        )
+      : null;
   }
 
   async serve(
@@ -145,6 +162,9 @@ export class Dispatcher {
           session.schedulingRequest,
           plan.exclude,
         );
+      // a kept handoff prefill (plan.handoff) is reused rather than skipped
+      if (selection && this.decodeFirst && !plan.handoff)
+        selection = this.decodeFirst.apply(selection, session.schedulingRequest);
     } catch (err) {
       plan.lastError = err instanceof MotorError ? err : new MotorError('internal', String(err));
       return null;
@@ -191,9 +211,9 @@ export class Dispatcher {
     if (attempt.prefillFailed && route.kind === 'pd') {
       const policy = this.deps.config.dispatch.prefillFailurePolicy;
       if (policy === 'error') return false;
-      // Only a vLLM decode can run a plain request (see rolesAccepted in engine-proxy/envelope.ts);
-      // an SGLang decode always waits for a bootstrap peer, so it gets an ordinary retry.
-      if (policy === 'fallback-decode-only' && route.decode.engine === 'vllm')
+      // Only a vLLM decode can run a plain request (decode-first.ts); an SGLang decode always waits
+      // for a bootstrap peer, so it gets an ordinary retry.
+      if (policy === 'fallback-decode-only' && decodeRunsWholeRequests(route.decode))
         plan.forced = { kind: 'single', instance: route.decode, degraded: true };
     }
     return true;
