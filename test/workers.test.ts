@@ -12,6 +12,8 @@ import { MotorChildError, spawnMotor, type MotorChild } from '../src/cluster/mot
  * first). Which worker answered is read from the access log (`worker` on every worker's line).
  */
 const MODEL = 'motor-sim-7b';
+/** Two workers start in a few seconds, but this machine is shared: room to start (not a timing claim). */
+const START_MS = 60_000;
 let dir: string;
 let sim: MotorChild;
 
@@ -29,7 +31,7 @@ beforeAll(async () => {
     '--prefill-overhead-ms',
     '1',
   ]);
-}, 30_000);
+}, 90_000);
 afterAll(async () => {
   await sim?.stop();
   await rm(dir, { recursive: true, force: true });
@@ -92,6 +94,7 @@ describe('motor coordinator --workers 2', () => {
   it('serves streamed and non-stream chats on both workers, /metrics adds them up, SIGTERM drains and exits 0', async () => {
     const motor = await spawnMotor(['coordinator', '--config', await configFile(), '--workers', '2'], {
       waitFor: ['workers'],
+      timeoutMs: START_MS,
     });
     expect(motor.urls.workers).toBe(motor.url);
     const results = [];
@@ -138,14 +141,15 @@ describe('motor coordinator --workers 2', () => {
       workers: 2,
       clean: true,
     });
-  }, 60_000);
+  }, 120_000);
 
   it('a worker that dies is logged and replaced; the port keeps serving', async () => {
     const motor = await spawnMotor(['coordinator', '--config', await configFile(), '--workers', '2'], {
       waitFor: ['workers'],
+      timeoutMs: START_MS,
     });
     try {
-      const victim = motor.logs.find((l) => l.msg === 'listening' && l.worker === 1)!;
+      const victim = await logLine(motor, (l) => l.msg === 'listening' && l.worker === 1);
       process.kill(victim.pid as number, 'SIGKILL');
       await logLine(motor, (l) => l.msg === 'worker exited' && l.pid === victim.pid);
       await logLine(motor, (l) => l.msg === 'worker restarted');
@@ -154,7 +158,68 @@ describe('motor coordinator --workers 2', () => {
     } finally {
       await motor.stop(15_000);
     }
-  }, 60_000);
+  }, 120_000);
+});
+
+describe('motor coordinator --workers 2: direct trigger (metaserver) across workers', () => {
+  const LAYERWISE = { kv_connector: 'MooncakeLayerwiseConnector' };
+  let pd: MotorChild[] = [];
+  beforeAll(async () => {
+    const sim = (role: string) =>
+      spawnMotor(['sim', '--port', '0', '--role', role, '--itl-ms', '1', '--prefill-overhead-ms', '1']);
+    pd = await Promise.all([sim('prefill'), sim('decode')]);
+  }, 90_000);
+  afterAll(async () => {
+    await Promise.all(pd.map((c) => c.stop()));
+  });
+
+  it("a decode engine's metaserver call that reaches the other worker is passed to the attempt's worker", async () => {
+    const file = join(dir, 'trigger.yaml');
+    const [p, d] = pd as [MotorChild, MotorChild];
+    await writeFile(
+      file,
+      stringify({
+        server: { port: 0 },
+        instances: [
+          {
+            id: 'P',
+            url: p.url,
+            role: 'prefill',
+            mode: 'direct',
+            models: [MODEL],
+            kvTransferConfig: LAYERWISE,
+          },
+          {
+            id: 'D',
+            url: d.url,
+            role: 'decode',
+            mode: 'direct',
+            models: [MODEL],
+            kvTransferConfig: LAYERWISE,
+          },
+        ],
+      }),
+    );
+    const motor = await spawnMotor(['coordinator', '--config', file, '--workers', '2'], {
+      waitFor: ['workers'],
+      timeoutMs: START_MS,
+    });
+    try {
+      // each request on its own connection: both workers start attempts, while the decode sim calls
+      // the metaserver over connections of its own, which the primary hands to either worker
+      const results = [];
+      for (let i = 0; i < 8; i++)
+        results.push(await once(motor.url, '/v1/chat/completions', chat(i % 2 === 0)));
+      expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
+    } finally {
+      await motor.stop(15_000);
+    }
+    const served = new Set(motor.logs.filter((l) => l.msg === 'request').map((l) => l.worker));
+    expect([...served].sort()).toEqual([1, 2]);
+    expect(motor.logs.filter((l) => l.msg === 'request').map((l) => l.plan)).toEqual(
+      Array(8).fill('trigger'),
+    );
+  }, 120_000);
 });
 
 describe('motor coordinator --workers: start-up errors stay one line', () => {
@@ -186,7 +251,9 @@ describe('motor coordinator --workers: start-up errors stay one line', () => {
   ])(
     '%s',
     async (_what, args, expected) => {
-      const err = await spawnMotor(['coordinator', '--config', await configFile(), ...args()]).then(
+      const err = await spawnMotor(['coordinator', '--config', await configFile(), ...args()], {
+        timeoutMs: START_MS,
+      }).then(
         (c) => c.stop().then(() => null),
         (e: unknown) => e,
       );
@@ -197,6 +264,6 @@ describe('motor coordinator --workers: start-up errors stay one line', () => {
       expect(stderr).toHaveLength(1);
       expect(stderr[0]).toMatch(expected);
     },
-    30_000,
+    90_000,
   );
 });

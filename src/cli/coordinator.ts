@@ -68,10 +68,12 @@ export function registerCoordinator(program: Command): void {
       ]);
       // Signals are handled from the start: one that arrives after the `listening` line but before
       // start-up has finished (the management port, scheduling) still gets its drain and shutdown line.
-      const starting = startCoordinator(config, log);
+      // A worker's role is made first (startCoordinator takes its gateway front); `starting` is set
+      // before the event loop can deliver it a signal or a message.
+      const role = worker ? new worker.WorkerRole((signal) => shutdown(signal)) : null;
+      const starting = startCoordinator(config, log, role ? { frontGateway: role.frontGateway } : {});
       starting.catch(() => {}); // reported below
       const shutdown = (signal: string): Promise<void> => drainAndLog(starting, config, log, signal);
-      const role = worker ? new worker.WorkerRole(shutdown) : null;
       if (!role) onShutdown(shutdown);
       let running: RunningCoordinator;
       try {
@@ -82,7 +84,7 @@ export function registerCoordinator(program: Command): void {
         throw error ?? err;
       }
       role?.attach(running.observability.metrics);
-      role?.ready(running.url);
+      await role?.ready(running.url);
     });
 }
 

@@ -5,8 +5,11 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
  * channel). One `type` namespace (`motor:`) so they never meet prom-client's or Node's own messages.
  */
 export type WorkerMessage =
-  /** worker → primary: started and listening (its gateway URL); the primary's start-up waits for every one. */
-  | { type: 'motor:ready'; url: string }
+  /**
+   * worker → primary: started and listening (its gateway URL, and the loopback port of its own where
+   * other workers pass it metaserver calls); the primary's start-up waits for every one.
+   */
+  | { type: 'motor:ready'; url: string; metaserverPort: number }
   /** worker → primary: start-up failed; the one line the primary prints, and the exit code. */
   | { type: 'motor:failed'; message: string; exitCode: number }
   /** worker → primary: a `/metrics` request; the primary answers with the whole cluster's text. */
@@ -17,6 +20,8 @@ export type WorkerMessage =
 export type PrimaryMessage =
   /** primary → worker: drain and exit (the primary got `signal`). */
   | { type: 'motor:shutdown'; signal: string }
+  /** primary → worker: the other workers' metaserver ports (sent whenever a worker comes or goes). */
+  | { type: 'motor:peers'; metaserverPorts: number[] }
   /** primary → worker: send your metrics as collection `id`. */
   | { type: 'motor:metrics-collect'; id: number }
   /** primary → worker: the answer to `metrics-req` `id` (body, or error). */

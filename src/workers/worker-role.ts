@@ -1,4 +1,6 @@
 import type { Registry } from 'prom-client';
+import type { RequestListener } from '../common/request-drain.js';
+import { MetaserverForwarder } from './metaserver-forward.js';
 import { isMotorMessage, type PrimaryMessage, type WorkerMessage } from './worker-messages.js';
 
 /** What a worker's coordinator gives the primary: its registry and the render `/metrics` calls. */
@@ -18,6 +20,8 @@ const METRICS_TIMEOUT_MS = 6_000;
  */
 export class WorkerRole {
   private shuttingDown = false;
+  private readonly metaserver = new MetaserverForwarder();
+  private gateway: RequestListener | null = null;
   private host: WorkerMetricsHost | null = null;
   private nextRequest = 0;
   private readonly pending = new Map<
@@ -39,8 +43,19 @@ export class WorkerRole {
     host.render = () => this.askPrimary();
   }
 
-  ready(url: string): void {
-    this.send({ type: 'motor:ready', url });
+  /** startCoordinator's `frontGateway`: metaserver calls for another worker's attempts go to it. */
+  readonly frontGateway = (
+    gateway: RequestListener,
+    ownsTrigger: (token: string) => boolean,
+  ): RequestListener => {
+    this.gateway = gateway;
+    return this.metaserver.front(gateway, ownsTrigger);
+  };
+
+  /** Opens this worker's private metaserver port, then tells the primary it is ready. */
+  async ready(url: string): Promise<void> {
+    const metaserverPort = await this.metaserver.listen(this.gateway!);
+    this.send({ type: 'motor:ready', url, metaserverPort });
   }
 
   /** Reports a one-line start-up error to the primary (which prints it once) and exits with `exitCode`. */
@@ -54,13 +69,15 @@ export class WorkerRole {
   private stop(signal: string): void {
     if (this.shuttingDown) return; // the primary's message and the signal itself: drain once
     this.shuttingDown = true;
-    this.shutdown(signal).then(
-      () => process.exit(0),
-      (err: unknown) => {
-        console.error(`shutdown after ${signal} failed:`, err);
-        process.exit(1);
-      },
-    );
+    this.shutdown(signal)
+      .then(() => this.metaserver.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          console.error(`shutdown after ${signal} failed:`, err);
+          process.exit(1);
+        },
+      );
   }
 
   private askPrimary(): Promise<{ contentType: string; body: string }> {
@@ -83,6 +100,9 @@ export class WorkerRole {
     switch (message.type) {
       case 'motor:shutdown':
         this.stop(message.signal);
+        return;
+      case 'motor:peers':
+        this.metaserver.setPeers(message.metaserverPorts);
         return;
       case 'motor:metrics-collect': {
         const registry = this.host?.registry;

@@ -37,7 +37,8 @@ interface Collection {
 export function runPrimary(opts: PrimaryOptions): Promise<void> {
   const { workers, log } = opts;
   const budget = new RestartBudget(opts.restarts?.max ?? 5, opts.restarts?.windowMs ?? 60_000);
-  const ready = new Set<number>();
+  /** Ready workers by id, with their private metaserver port. */
+  const ready = new Map<number, number>();
   const collections = new Map<number, Collection>();
   let nextCollection = 0;
   let started = false;
@@ -55,6 +56,16 @@ export function runPrimary(opts: PrimaryOptions): Promise<void> {
 
   let settle: { resolve: () => void; reject: (err: Error) => void } | undefined;
   const startup = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+
+  /** Tells each ready worker where the others take metaserver calls. */
+  const announcePeers = (): void => {
+    for (const w of live())
+      if (ready.has(w.id))
+        send(w, {
+          type: 'motor:peers',
+          metaserverPorts: [...ready].filter(([id]) => id !== w.id).map(([, port]) => port),
+        });
+  };
 
   const stopAll = (reason: string): void => {
     if (stopping !== null) return;
@@ -101,8 +112,9 @@ export function runPrimary(opts: PrimaryOptions): Promise<void> {
     if (!isMotorMessage<WorkerMessage>(message)) return;
     switch (message.type) {
       case 'motor:ready':
-        ready.add(worker.id);
+        ready.set(worker.id, message.metaserverPort);
         url ||= message.url;
+        announcePeers();
         if (!started && ready.size === workers) {
           started = true;
           logListening(log, { url, workers }, WORKERS_LISTENING);
@@ -142,7 +154,7 @@ export function runPrimary(opts: PrimaryOptions): Promise<void> {
   };
 
   const onExit = (worker: Worker, code: number | null, signal: string | null): void => {
-    ready.delete(worker.id);
+    if (ready.delete(worker.id) && stopping === null) announcePeers();
     for (const [id] of collections) partDone(id, worker.id, null);
     if (code !== 0) cleanExit = false;
     if (stopping === null && started) {
