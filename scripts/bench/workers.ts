@@ -65,6 +65,12 @@ const cpuSeconds = async (pids: number[]): Promise<number> => {
   }
   return ticks / TICKS;
 };
+/** CPU seconds of this process's waited-for children (cutime + cstime): wrk's, run synchronously. */
+const childrenCpuSeconds = async (): Promise<number> => {
+  const stat = await readFile('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / TICKS;
+};
 const machineBusy = async (): Promise<{ busy: number; total: number }> => {
   const cpu = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.split(/\s+/).slice(1).map(Number);
   const total = cpu.reduce((a, b) => a + b, 0);
@@ -112,6 +118,7 @@ const wrk = (
   return { requests: n, rps: n / (durUs / 1e6), p50: p50Us / 1000, errors };
 };
 
+console.log(`loadavg at start ${(await readFile('/proc/loadavg', 'utf8')).trim()}`);
 try {
   const sim = await motor([
     'sim',
@@ -151,19 +158,34 @@ try {
     ['workers 2 (rr)', await coordinator(2)],
     ['workers 2 (none)', await coordinator(2, { NODE_CLUSTER_SCHED_POLICY: 'none' })],
   ];
-  type Run = { rps: number; p50: number; coordCpu: number; simCpu: number; busy: number; perReqUs: number };
+  type Run = {
+    rps: number;
+    p50: number;
+    coordCpu: number;
+    primaryCpu: number;
+    simCpu: number;
+    wrkUsPerReq: number;
+    simUsPerReq: number;
+    busy: number;
+    perReqUs: number;
+  };
   const results = new Map<string, Run[]>(targets.map(([n]) => [n, []]));
   for (const [, c] of targets) wrk(c.url, 2); // warm-up (V8 optimises the hot path)
   for (let r = 0; r < runs; r++)
     for (const [name, c] of targets) {
       const coordPids = c === sim ? [] : family(c.child.pid!);
-      const [c0, s0, m0] = [
+      const primary = coordPids.length > 1 ? [coordPids[0]!] : [];
+      const [p0, c0, s0, m0] = [
+        await cpuSeconds(primary),
         await cpuSeconds(coordPids),
         await cpuSeconds([sim.child.pid!]),
         await machineBusy(),
       ];
+      const w0 = await childrenCpuSeconds();
       const w = wrk(c.url, durationS);
-      const [c1, s1, m1] = [
+      const wrkCpu = (await childrenCpuSeconds()) - w0;
+      const [p1, c1, s1, m1] = [
+        await cpuSeconds(primary),
         await cpuSeconds(coordPids),
         await cpuSeconds([sim.child.pid!]),
         await machineBusy(),
@@ -174,7 +196,10 @@ try {
         rps: w.rps,
         p50: w.p50,
         coordCpu: (c1 - c0) / seconds,
+        primaryCpu: (p1 - p0) / seconds,
         simCpu: (s1 - s0) / seconds,
+        wrkUsPerReq: (wrkCpu / w.requests) * 1e6,
+        simUsPerReq: ((s1 - s0) / w.requests) * 1e6,
         busy: (m1.busy - m0.busy) / (m1.total - m0.total),
         perReqUs: ((c1 - c0) / w.requests) * 1e6,
       });
@@ -184,16 +209,22 @@ try {
     `\nwrk -t1 -c${connections}, ${runs} × ${durationS} s per target (median run), sim time-scale 0, not pinned; loadavg ${loadavg}`,
   );
   console.log(
-    'target             req/s   p50 ms  coord cores  sim cores  machine busy  coord µs/req   runs (req/s)',
+    'target             req/s   p50 ms  coord cores (primary)  sim cores  machine busy  coord µs/req  req/s per coord core   runs (req/s)',
   );
   const medians = new Map<string, Run>();
   for (const [name, rs] of results) {
     const m = [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)]!;
     medians.set(name, m);
     console.log(
-      `${name.padEnd(17)} ${m.rps.toFixed(0).padStart(6)} ${m.p50.toFixed(2).padStart(8)} ${m.coordCpu.toFixed(2).padStart(12)} ${m.simCpu.toFixed(2).padStart(10)} ${(100 * m.busy).toFixed(0).padStart(12)} % ${m.perReqUs.toFixed(0).padStart(13)}   ${rs.map((x) => x.rps.toFixed(0)).join(' ')}`,
+      `${name.padEnd(17)} ${m.rps.toFixed(0).padStart(6)} ${m.p50.toFixed(2).padStart(8)} ${m.coordCpu.toFixed(2).padStart(12)} (${m.primaryCpu.toFixed(2)}) ${m.simCpu.toFixed(2).padStart(10)} ${(100 * m.busy).toFixed(0).padStart(12)} % ${m.perReqUs.toFixed(0).padStart(13)} ${(m.coordCpu > 0 ? m.rps / m.coordCpu : 0).toFixed(0).padStart(21)}   ${rs.map((x) => x.rps.toFixed(0)).join(' ')}`,
     );
   }
+  // where the CPU of one request goes (median runs): what 2 shared cores can give at most
+  console.log('\nCPU per request, µs (median run): coordinator / sim / wrk');
+  for (const [name, m] of medians)
+    console.log(
+      `${name.padEnd(17)} ${m.perReqUs.toFixed(0).padStart(6)} ${m.simUsPerReq.toFixed(0).padStart(6)} ${m.wrkUsPerReq.toFixed(0).padStart(6)}`,
+    );
   const one = medians.get('workers 1')!.rps;
   for (const name of ['workers 2 (rr)', 'workers 2 (none)'])
     console.log(`${name} / workers 1 = ${(medians.get(name)!.rps / one).toFixed(2)}×`);
