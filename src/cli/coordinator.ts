@@ -1,9 +1,14 @@
 import type { Command } from 'commander';
-import type { ConfigFlags } from '../config/coordinator-config.js';
+import type { ConfigFlags, CoordinatorConfig } from '../config/coordinator-config.js';
 import { listenErrorText } from '../common/os-errors.js';
+import type { Logger } from '../common/logger.js';
+import type { RunningCoordinator } from '../coordinator/coordinator.js';
+import { parseWorkers } from '../workers/workers-count.js';
 import { CliError, EXIT_BAD_INPUT, firstLine, invalidConfig } from './cli-error.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+type CoordinatorFlags = ConfigFlags & { workers?: string };
 
 export function registerCoordinator(program: Command): void {
   program
@@ -14,26 +19,31 @@ export function registerCoordinator(program: Command): void {
     .option('--port <port>', 'listen port, 0 = any free port (env MOTOR_PORT; config server.port)')
     .option('--api-key <key>', 'accepted API key, repeatable (env MOTOR_API_KEYS, comma-separated)', collect)
     .option('--set <path=value>', 'override any config key, value parsed as YAML, repeatable', collect)
-    .action(async (flags: ConfigFlags) => {
+    .option(
+      '--workers <n|auto>',
+      'processes sharing the listening port (node:cluster), auto = one per CPU; default 1 (docs/coordinator.md "Workers")',
+    )
+    .action(async (flags: CoordinatorFlags) => {
+      const parsed = parseWorkers(flags.workers ?? '1');
+      if ('problem' in parsed) throw new CliError(parsed.problem, EXIT_BAD_INPUT);
+      const { workers } = parsed;
       // Loaded here, not at the top, so other commands do not pay for the coordinator's modules.
-      const [
-        { createLogger },
-        { onShutdown },
-        { ConfigError, loadCoordinatorConfig },
-        { startCoordinator },
-        { RegistryError },
-        { StructuredFileError },
-      ] = await Promise.all([
-        import('../common/logger.js'),
-        import('../common/shutdown.js'),
-        import('../config/coordinator-config.js'),
-        import('../coordinator/coordinator.js'),
-        import('../registry/instance-record.js'),
-        import('../common/structured-file.js'),
-      ]);
-      const log = createLogger('motor-coordinator');
-      let config;
+      const [{ createLogger }, cluster, { ConfigError, loadCoordinatorConfig }, { StructuredFileError }] =
+        await Promise.all([
+          import('../common/logger.js'),
+          workers > 1 ? import('node:cluster').then((m) => m.default) : null,
+          import('../config/coordinator-config.js'),
+          import('../common/structured-file.js'),
+        ]);
+      const worker = cluster?.isWorker ? await import('../workers/worker-role.js') : null;
+      const base = createLogger('motor-coordinator');
+      const log = cluster?.isWorker ? base.child({ worker: cluster.worker!.id }) : base;
+      let config: CoordinatorConfig;
       try {
+        if (worker) {
+          const { workerConfigOverrides } = await import('../workers/worker-env.js');
+          flags = { ...flags, set: [...(flags.set ?? []), ...workerConfigOverrides(process.env)] };
+        }
         config = await loadCoordinatorConfig(flags);
       } catch (err) {
         if (err instanceof StructuredFileError) throw new CliError(err.message, EXIT_BAD_INPUT);
@@ -41,6 +51,7 @@ export function registerCoordinator(program: Command): void {
         throw invalidConfig(err.issues);
       }
       if (
+        !worker &&
         config.instances.length === 0 &&
         config.management.port === null &&
         config.registry.store === 'memory'
@@ -50,39 +61,70 @@ export function registerCoordinator(program: Command): void {
           'empty fleet: no instances in the config, no management port and no etcd registry; ' +
             'every request will fail',
         );
+      if (cluster?.isPrimary) return runWorkersPrimary(config, workers, log);
+      const [{ onShutdown }, { startCoordinator }] = await Promise.all([
+        import('../common/shutdown.js'),
+        import('../coordinator/coordinator.js'),
+      ]);
       // Signals are handled from the start: one that arrives after the `listening` line but before
       // start-up has finished (the management port, scheduling) still gets its drain and shutdown line.
-      const starting = startCoordinator(config, log);
+      // A worker's role is made first (startCoordinator takes its gateway front); `starting` is set
+      // before the event loop can deliver it a signal or a message.
+      const role = worker ? new worker.WorkerRole((signal) => shutdown(signal)) : null;
+      const starting = startCoordinator(config, log, role ? { frontGateway: role.frontGateway } : {});
       starting.catch(() => {}); // reported below
-      onShutdown(async (signal) => {
-        const running = await starting;
-        const inFlight = running.inFlight();
-        const graceMs = config.server.shutdownGraceMs;
-        const started = Date.now();
-        const cut = await running.drain(graceMs);
-        // one line: what stopped it, what was running, and whether the drain finished it all
-        log.info(
-          {
-            signal,
-            in_flight: inFlight,
-            grace_ms: graceMs,
-            drained: cut === 0,
-            cut,
-            ms: Date.now() - started,
-          },
-          'shutdown',
-        );
-      });
+      const shutdown = (signal: string): Promise<void> => drainAndLog(starting, config, log, signal);
+      if (!role) onShutdown(shutdown);
+      let running: RunningCoordinator;
       try {
-        await starting;
+        running = await starting;
       } catch (err) {
-        // etcd unreachable, a static instance the registry refuses
-        if (err instanceof RegistryError) throw new CliError(firstLine(err.message));
-        const listen = listenErrorText(err);
-        if (listen === undefined) throw err;
-        const port = (err as { port?: unknown }).port;
-        const key = port === config.management.port ? 'management.port' : 'server.port';
-        throw new CliError(`${listen} (${key})`);
+        const error = await startupError(err, config);
+        if (role && error) return role.failed(error.message, error.exitCode);
+        throw error ?? err;
       }
+      role?.attach(running.observability.metrics);
+      await role?.ready(running.url);
     });
+}
+
+/** The drain on SIGTERM/SIGINT, and its one line: what stopped it, what was running, how it went. */
+async function drainAndLog(
+  starting: Promise<RunningCoordinator>,
+  config: CoordinatorConfig,
+  log: Logger,
+  signal: string,
+): Promise<void> {
+  const running = await starting;
+  const inFlight = running.inFlight();
+  const graceMs = config.server.shutdownGraceMs;
+  const started = Date.now();
+  const cut = await running.drain(graceMs);
+  log.info(
+    { signal, in_flight: inFlight, grace_ms: graceMs, drained: cut === 0, cut, ms: Date.now() - started },
+    'shutdown',
+  );
+}
+
+/** The one-line form of a start-up failure (etcd unreachable, a refused instance, a busy port), or undefined. */
+async function startupError(err: unknown, config: CoordinatorConfig): Promise<CliError | undefined> {
+  const { RegistryError } = await import('../registry/instance-record.js');
+  if (err instanceof RegistryError) return new CliError(firstLine(err.message));
+  const listen = listenErrorText(err);
+  if (listen === undefined) return undefined;
+  const port = (err as { port?: unknown }).port;
+  const key = port === config.management.port ? 'management.port' : 'server.port';
+  return new CliError(`${listen} (${key})`);
+}
+
+/** `--workers N` in the primary: checks the config can be shared, then forks and supervises the workers. */
+async function runWorkersPrimary(config: CoordinatorConfig, workers: number, log: Logger): Promise<void> {
+  const [{ workersProblem }, { sharedWorkerEnv }, { runPrimary }] = await Promise.all([
+    import('../workers/workers-compat.js'),
+    import('../workers/worker-env.js'),
+    import('../workers/workers-primary.js'),
+  ]);
+  const problem = workersProblem(config, workers);
+  if (problem !== null) throw new CliError(problem, EXIT_BAD_INPUT);
+  await runPrimary({ workers, log, env: sharedWorkerEnv(config.server) });
 }

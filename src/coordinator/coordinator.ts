@@ -15,7 +15,7 @@ import type { Observability } from '../observability/observability.js';
 import { startControlPlane, type ControlPlane, type ManagementProviders } from './control-plane.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { decodeFirstCounter } from './dispatch/decode-first-metrics.js';
-import type { PendingTrigger } from './dispatch/pending-trigger.js';
+import { triggerKey, type PendingTrigger } from './dispatch/pending-trigger.js';
 import { Upstreams } from './upstream.js';
 import { createGatewayListener } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
@@ -30,6 +30,11 @@ export interface CoordinatorOverrides {
   scheduling?: SchedulingAdapter;
   /** An embedding application's prom-client Registry and OTel tracer (docs/library.md). */
   observability?: InjectedObservability;
+  /**
+   * `motor coordinator --workers`: wraps the gateway listener `startCoordinator` serves on its port;
+   * `ownsTrigger` tells whether a metaserver token names one of this process's pending attempts.
+   */
+  frontGateway?: (gateway: RequestListener, ownsTrigger: (token: string) => boolean) => RequestListener;
 }
 
 /**
@@ -56,6 +61,8 @@ export interface CoordinatorApp {
   managementProviders: ManagementProviders;
   /** Requests being answered by the three listeners now. */
   inFlight(): number;
+  /** Whether a metaserver URL's token names an attempt of this process that waits for its call. */
+  ownsTrigger(token: string): boolean;
   /**
    * The base URL engines are told to call back (`<url>/v1/metaserver/<token>`) when `server.publicUrl`
    * is unset. Without it the first request's local socket address is taken.
@@ -168,6 +175,10 @@ export async function createCoordinatorApp(
     kvEvents,
     managementProviders,
     inFlight: () => drain.inFlight,
+    ownsTrigger(token) {
+      const key = triggerKey(token);
+      return key !== null && triggers.peek(key) !== undefined;
+    },
     setUrl(bound) {
       boundPort = Number(new URL(bound).port);
       if (config.server.publicUrl === undefined) url = bound.replace(/\/+$/, '');
@@ -248,7 +259,8 @@ export async function startCoordinator(
   let boundUrl: string;
   try {
     // Header, request, keep-alive and idle timeouts and the connection cap (`server.*`).
-    server = createLimitedServer(config.server, app.handler, log);
+    const handler = overrides.frontGateway?.(app.handler, (t) => app.ownsTrigger(t)) ?? app.handler;
+    server = createLimitedServer(config.server, handler, log);
     boundUrl = await listen(server, config.server.port, config.server.host);
   } catch (err) {
     await app.close(0);
