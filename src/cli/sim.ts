@@ -91,7 +91,7 @@ export function registerSim(program: Command): void {
     )
     .option(
       '--max-model-len <n>',
-      'prompt + max_tokens limit (400 beyond)',
+      "prompt + max_tokens limit (400 beyond), in the model tokenizer's tokens with --tokenizer",
       intArg('--max-model-len', 1),
       d.maxModelLen,
     )
