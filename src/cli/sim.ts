@@ -295,11 +295,16 @@ export function registerSim(program: Command): void {
         faults,
       };
       // Loaded here, not at the top, so other commands do not pay for the simulator's modules.
-      const [{ createLogger }, { onShutdown }, { startSimulator }] = await Promise.all([
-        import('../common/logger.js'),
-        import('../common/shutdown.js'),
-        import('../simulator/server.js'),
-      ]);
+      const [{ createLogger }, { onShutdown }, { startSimulator }, { budgetConfigError }] = await Promise.all(
+        [
+          import('../common/logger.js'),
+          import('../common/shutdown.js'),
+          import('../simulator/server.js'),
+          import('../simulator/step-budget.js'),
+        ],
+      );
+      const budgetError = budgetConfigError({ ...d, ...opts });
+      if (budgetError !== null) throw new CliError(budgetError, EXIT_BAD_INPUT);
       const logger = createLogger('motor-sim');
       let sim;
       try {
