@@ -9,8 +9,8 @@ import {
 } from './timing.js';
 
 /**
- * vLLM V1's per-step token budget (`SchedulerConfig` in vllm/config/scheduler.py; read at
- * vllm-project/vllm commit 00024d31, code index): `maxNumBatchedTokens` tokens per engine step,
+ * vLLM V1's per-step token budget (`SchedulerConfig` in vllm/config/scheduler.py, read at
+ * vllm-project/vllm main commit 01230b40): `maxNumBatchedTokens` tokens per engine step,
  * `enableChunkedPrefill` (on by default in V1), `longPrefillTokenThreshold` (0 = off).
  */
 export interface BudgetParams extends TimingParams {
@@ -21,12 +21,12 @@ export interface BudgetParams extends TimingParams {
 
 /**
  * The tokens each queued prefill gets in one engine step (same order as `remaining`; 0 = none), as
- * vLLM V1's `Scheduler.schedule` (vllm/v1/core/sched/scheduler.py) assigns them: running requests
- * first — a decode takes one token, and decodes come before any request still prefilling because
- * they were admitted earlier — then prefills in arrival order (FCFS), each capped by
- * `longPrefillTokenThreshold` when set, then by what is left of the budget. With chunked prefill off
- * a prompt that does not fit in what is left waits, and so does every prompt behind it (the waiting
- * loop `break`s). Pure, for tests.
+ * vLLM V1's `Scheduler.schedule` (vllm/v1/core/sched/scheduler.py, read at vllm-project/vllm main
+ * commit 00024d31) assigns them: running requests first — a decode takes one token, and decodes
+ * come before any request still prefilling because they were admitted earlier — then prefills in
+ * arrival order (FCFS), each capped by `longPrefillTokenThreshold` when set, then by what is left of
+ * the budget. With chunked prefill off a prompt that does not fit in what is left waits, and so does
+ * every prompt behind it (the waiting loop `break`s). Pure, for tests.
  */
 export function planStep(remaining: readonly number[], decodes: number, p: BudgetParams): number[] {
   const chunks = new Array<number>(remaining.length).fill(0);
@@ -43,7 +43,7 @@ export function planStep(remaining: readonly number[], decodes: number, p: Budge
 }
 
 /**
- * One-line error for settings vLLM refuses (`SchedulerConfig.verify_max_model_len`): without chunked
+ * One-line error for settings vLLM refuses (`SchedulerConfig.verify_max_model_len`, same file): without chunked
  * prefill a prompt longer than the budget could never be scheduled. null = fine.
  */
 export function budgetConfigError(p: BudgetParams & { maxModelLen: number }): string | null {
