@@ -74,8 +74,24 @@ export function registerSim(program: Command): void {
       d.maxNumSeqs,
     )
     .option(
+      '--max-num-batched-tokens <n>',
+      'tokens per engine step (vLLM): one per running decode first, then prefill chunks FCFS',
+      intArg('--max-num-batched-tokens', 1),
+      d.maxNumBatchedTokens,
+    )
+    .option(
+      '--no-enable-chunked-prefill',
+      'turn chunked prefill off (vLLM): a prompt larger than the budget left in a step waits',
+    )
+    .option(
+      '--long-prefill-token-threshold <n>',
+      "cap on one request's prefill tokens per step (vLLM); 0 = off",
+      intArg('--long-prefill-token-threshold'),
+      d.longPrefillTokenThreshold,
+    )
+    .option(
       '--max-model-len <n>',
-      'prompt + max_tokens limit (400 beyond)',
+      "prompt + max_tokens limit (400 beyond), in the model tokenizer's tokens with --tokenizer",
       intArg('--max-model-len', 1),
       d.maxModelLen,
     )
@@ -250,6 +266,9 @@ export function registerSim(program: Command): void {
         itlMs: o.itlMs as number,
         loadSlowdown: o.loadSlowdown as number,
         maxNumSeqs: o.maxNumSeqs as number,
+        maxNumBatchedTokens: o.maxNumBatchedTokens as number,
+        enableChunkedPrefill: o.enableChunkedPrefill !== false,
+        longPrefillTokenThreshold: o.longPrefillTokenThreshold as number,
         maxModelLen: o.maxModelLen as number,
         defaultMaxTokens: o.defaultMaxTokens as number,
         eosAt: o.eosAt as number,
@@ -276,11 +295,16 @@ export function registerSim(program: Command): void {
         faults,
       };
       // Loaded here, not at the top, so other commands do not pay for the simulator's modules.
-      const [{ createLogger }, { onShutdown }, { startSimulator }] = await Promise.all([
-        import('../common/logger.js'),
-        import('../common/shutdown.js'),
-        import('../simulator/server.js'),
-      ]);
+      const [{ createLogger }, { onShutdown }, { startSimulator }, { budgetConfigError }] = await Promise.all(
+        [
+          import('../common/logger.js'),
+          import('../common/shutdown.js'),
+          import('../simulator/server.js'),
+          import('../simulator/step-budget.js'),
+        ],
+      );
+      const budgetError = budgetConfigError({ ...d, ...opts });
+      if (budgetError !== null) throw new CliError(budgetError, EXIT_BAD_INPUT);
       const logger = createLogger('motor-sim');
       let sim;
       try {

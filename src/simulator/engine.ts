@@ -14,13 +14,20 @@ import type { SimOptions } from './options.js';
 import { PrefixCache } from './prefix-cache.js';
 import type { VllmPrompt } from './vllm-prompt.js';
 import { writeGenerationError } from './generation-error.js';
-import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
+import {
+  checkContextLength,
+  parseGenRequest,
+  parseJsonPreservingRoom,
+  RequestError,
+  type GenRequest,
+} from './request-body.js';
 import { parseGenerateRequest } from './sglang-generate.js';
 import { DiedError, ResponseWriter, type OutputEnd } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
 import { SSE_DONE, sseError } from './sse.js';
-import { AbortedError, delay, prefillMs, Scheduler, sleep, untilAborted } from './timing.js';
+import { budgetConfigError, StepBudget } from './step-budget.js';
+import { AbortedError, Scheduler, sleep, untilAborted } from './timing.js';
 import { planOutput, promptContext, OUTPUT_VOCAB, type PlannedOutput } from './tokens.js';
 
 /** The simulated engine: scheduling, prefix cache, P/D flows and the OpenAI responses. */
@@ -29,6 +36,8 @@ export class SimCore {
   readonly profile: EngineProfile;
   readonly cache: PrefixCache;
   readonly scheduler: Scheduler;
+  /** Prefill compute: the per-step token budget shared by running requests. */
+  readonly steps: StepBudget;
   readonly blocks: BlockAllocator;
   /** P/D KV transfer, both sides; holds the KV kept for peers. */
   readonly kv: KvTransfer;
@@ -45,8 +54,12 @@ export class SimCore {
     private readonly log: Logger,
   ) {
     this.profile = resolveProfile(opts.engine, opts.engineVersion);
+    const budgetError = budgetConfigError(opts);
+    if (budgetError !== null) throw new Error(budgetError);
     this.cache = new PrefixCache(opts.blockSize, opts.kvBlocks);
     this.scheduler = new Scheduler(opts.maxNumSeqs);
+    // Requests holding a batch slot and not prefilling are decoding (or held for a hang fault).
+    this.steps = new StepBudget(opts, () => this.scheduler.running - this.steps.prefilling);
     this.blocks = new BlockAllocator(opts.kvBlocks);
     this.kv = new KvTransfer(opts, this.profile, this.scheduler, this.blocks, this.cache, log);
     this.ledger = new Ledger(opts.ledgerMax);
@@ -60,7 +73,7 @@ export class SimCore {
       }),
       opts.engine,
     );
-    this.output = new ResponseWriter(opts, this.scheduler, this.metrics);
+    this.output = new ResponseWriter(opts, this.scheduler, this.steps, this.metrics);
   }
 
   /** SGLang `/abort_request`: aborts in-flight requests with this id; returns how many. */
@@ -96,6 +109,7 @@ export class SimCore {
         : parseGenRequest(kind, parsed.value, this.opts);
     if (this.vllmPrompt !== null && kind !== 'generate')
       await this.vllmPrompt.apply(kind, parsed.value as Record<string, unknown>, g);
+    checkContextLength(g, this.opts.maxModelLen);
     const flow = classifyFlow(g, this.opts.role, this.opts.engine);
     if (g.model !== this.opts.model) {
       throw new HttpError(404, `The model \`${g.model}\` does not exist.`, { param: 'model' });
@@ -247,7 +261,7 @@ export class SimCore {
       if (localHit > 0) this.metrics.prefixHits.inc(localHit);
       this.metrics.promptTokens.inc(promptLen);
       const cached = remote ? Math.max(localHit, Math.min(remote.num_tokens, promptLen)) : localHit;
-      await delay(prefillMs(this.opts, promptLen - cached), signal);
+      await this.steps.prefill(promptLen - cached, signal);
       this.cache.insert(hashes, g.promptIds);
       if (run.hangMs !== 0) {
         if (run.hangMs < 0) await untilAborted(signal);

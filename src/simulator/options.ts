@@ -27,6 +27,12 @@ export interface SimOptions {
   itlMs: number;
   loadSlowdown: number;
   maxNumSeqs: number;
+  /** vLLM `--max-num-batched-tokens`: tokens per engine step, decodes first, then prefill chunks (step-budget.ts). */
+  maxNumBatchedTokens: number;
+  /** vLLM `--enable-chunked-prefill` (V1 default on): off, a prompt larger than the step's budget left waits. */
+  enableChunkedPrefill: boolean;
+  /** vLLM `--long-prefill-token-threshold`: cap on one request's prefill tokens per step; 0 = off. */
+  longPrefillTokenThreshold: number;
   maxModelLen: number;
   defaultMaxTokens: number;
   /** The n-th output token of every request is EOS (finish_reason stop), honouring min_tokens; 0 = off. */
@@ -70,8 +76,8 @@ export interface SimOptions {
 
 /**
  * Defaults resemble a 7B model on one A100-class GPU: ~10k prompt tokens/s prefill (0.1 ms/token)
- * plus 10 ms fixed overhead, 15 ms per decode step (~65 tokens/s per sequence), 256 sequences per
- * batch, ~100k tokens of KV (6144 blocks × 16), and 0.3 ms per 16-token block over RDMA.
+ * plus 10 ms fixed overhead per step carrying prefill, at most 2048 tokens per step, 15 ms per
+ * decode step (~65 tokens/s per sequence), 256 sequences per batch, ~100k tokens of KV (6144 blocks × 16), and 0.3 ms per 16-token block over RDMA.
  */
 export function defaultSimOptions(): SimOptions {
   return {
@@ -90,6 +96,12 @@ export function defaultSimOptions(): SimOptions {
     itlMs: 15,
     loadSlowdown: 0.002,
     maxNumSeqs: 256,
+    // vLLM EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py): the OpenAI server's defaults on a
+    // GPU under 70 GiB or an A100 — 2048 batched tokens, 256 sequences; chunked prefill on
+    // (SchedulerConfig.enable_chunked_prefill), long_prefill_token_threshold 0 (off).
+    maxNumBatchedTokens: 2048,
+    enableChunkedPrefill: true,
+    longPrefillTokenThreshold: 0,
     maxModelLen: 32768,
     defaultMaxTokens: 16,
     eosAt: 0,

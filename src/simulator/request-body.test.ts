@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parseGenRequest, parseJsonPreservingRoom, RequestError } from './request-body.js';
+import {
+  checkContextLength,
+  parseGenRequest,
+  parseJsonPreservingRoom,
+  RequestError,
+} from './request-body.js';
 
-const d = { defaultMaxTokens: 16, maxModelLen: 1000 };
+const d = { defaultMaxTokens: 16 };
 
 describe('parseJsonPreservingRoom', () => {
   it.each([
@@ -28,7 +33,6 @@ describe('parseGenRequest', () => {
       { model: 'm', prompt: 'x', bootstrap_room: 'abc', bootstrap_host: 'h', bootstrap_port: 1 },
       'bootstrap_room',
     ],
-    [{ model: 'm', prompt: 'x', max_tokens: 1000 }, 'prompt'],
   ])('%j → 400 on %s', (body, param) => {
     try {
       parseGenRequest('completion', body, d);
@@ -82,5 +86,31 @@ describe('chat continuation switches (issue 16)', () => {
     expect(() =>
       parseGenRequest('chat', { model: 'm', messages: msgs, continue_final_message: true }, d),
     ).toThrow(/continue_final_message/);
+  });
+});
+
+describe('checkContextLength', () => {
+  it.each([
+    ['completion', 'x', 999, null],
+    ['completion', 'x', 1000, 'prompt'],
+    ['chat', 'x', 1000, 'messages'],
+  ] as const)('%s prompt %j + max_tokens %d in 1000 → %s', (kind, text, maxTokens, param) => {
+    const body =
+      kind === 'chat'
+        ? { model: 'm', messages: [{ role: 'user', content: text }], max_tokens: maxTokens }
+        : { model: 'm', prompt: [7], max_tokens: maxTokens };
+    const g = parseGenRequest(kind, body, d);
+    if (kind === 'chat') g.promptIds = [7]; // the length counted is the final prompt's
+    if (param === null) return expect(() => checkContextLength(g, 1000)).not.toThrow();
+    try {
+      checkContextLength(g, 1000);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(RequestError);
+      expect((err as RequestError).param).toBe(param);
+      expect((err as RequestError).message).toContain(
+        '1001 tokens (1 in the messages, 1000 in the completion)',
+      );
+    }
   });
 });

@@ -100,11 +100,28 @@ function messageContent(content: unknown, i: number): string {
   throw new RequestError(400, `'messages[${i}].content' must be a string or an array of parts`, 'messages');
 }
 
+/**
+ * Prompt + max_tokens within `--max-model-len`, counted in the tokens the engine runs on: the model
+ * tokenizer's when `--tokenizer` gave them (vllm-prompt.ts), else the simulator's own. Run after the
+ * prompt is final.
+ */
+export function checkContextLength(g: GenRequest, maxModelLen: number): void {
+  const promptLen = g.promptIds.length;
+  if (promptLen + g.maxTokens <= maxModelLen) return;
+  throw new RequestError(
+    400,
+    `This model's maximum context length is ${maxModelLen} tokens. However, you requested ` +
+      `${promptLen + g.maxTokens} tokens (${promptLen} in the messages, ${g.maxTokens} in the ` +
+      'completion). Please reduce the length of the messages or completion.',
+    g.kind === 'chat' ? 'messages' : 'prompt',
+  );
+}
+
 /** Validates a chat or completion body the way vLLM's OpenAI server does (subset) and tokenises it. */
 export function parseGenRequest(
   kind: 'chat' | 'completion',
   value: unknown,
-  defaults: { defaultMaxTokens: number; maxModelLen: number },
+  defaults: { defaultMaxTokens: number },
 ): GenRequest {
   if (!isPlainObject(value)) throw new RequestError(400, 'request body must be a JSON object');
   const body = value;
@@ -163,15 +180,6 @@ export function parseGenRequest(
 
   const maxTokensRaw = optInt(body, 'max_completion_tokens', 1) ?? optInt(body, 'max_tokens', 1);
   const maxTokens = maxTokensRaw ?? defaults.defaultMaxTokens;
-  if (promptIds.length + maxTokens > defaults.maxModelLen) {
-    throw new RequestError(
-      400,
-      `This model's maximum context length is ${defaults.maxModelLen} tokens. However, you requested ` +
-        `${promptIds.length + maxTokens} tokens (${promptIds.length} in the messages, ${maxTokens} in the ` +
-        'completion). Please reduce the length of the messages or completion.',
-      kind === 'chat' ? 'messages' : 'prompt',
-    );
-  }
   const n = optInt(body, 'n', 1);
   if (n !== null && n > 1) throw new RequestError(400, "'n' > 1 is not supported by the simulator", 'n');
   const minTokens = optInt(body, 'min_tokens', 0) ?? 0;

@@ -5,7 +5,8 @@ import type { SimOptions } from './options.js';
 import type { Run } from './run.js';
 import { GenerateChunkWriter, generateFinalBody } from './sglang-generate.js';
 import { ChunkWriter, makeUsage, SSE_DONE, type Ending } from './sse.js';
-import { AbortedError, decodeStepMs, Pacer, sleep, yieldToLoop, type Scheduler } from './timing.js';
+import type { StepBudget } from './step-budget.js';
+import { AbortedError, Pacer, sleep, yieldToLoop, type Scheduler } from './timing.js';
 import { outputText, outputTokenIds } from './tokens.js';
 
 /** How the output ends; `tokenless`: the finish goes in a frame of its own, after the last token. */
@@ -30,6 +31,7 @@ export class ResponseWriter {
   constructor(
     private readonly opts: SimOptions,
     private readonly scheduler: Scheduler,
+    private readonly steps: StepBudget,
     private readonly metrics: SimMetrics,
   ) {}
 
@@ -111,7 +113,7 @@ export class ResponseWriter {
     const itl = this.metrics.itl;
     for (let i = 0; i < n; i++) {
       if (i > 0) {
-        const wait = pacer.advance(decodeStepMs(this.opts, this.scheduler.running, run.slowFactor));
+        const wait = pacer.advance(this.steps.decodeStepMs(this.scheduler.running, run.slowFactor));
         if (wait > 0 || (i & 63) === 0) {
           if (buf.length > 0) {
             if (!res.write(buf)) await drained(res, signal);

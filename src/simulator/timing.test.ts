@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AbortedError, decodeStepMs, Pacer, prefillMs, Scheduler, transferMs } from './timing.js';
+import { AbortedError, decodeStepMs, Pacer, prefillStepMs, Scheduler, transferMs } from './timing.js';
 
 const p = {
   timeScale: 1,
@@ -12,8 +12,9 @@ const p = {
 
 describe('timing model', () => {
   it.each([
-    ['prefill 100 uncached', prefillMs(p, 100), 20],
-    ['prefill at time-scale 0', prefillMs({ ...p, timeScale: 0 }, 100), 0],
+    ['prefill part, 100 tokens', prefillStepMs(p, 100), 20],
+    ['no prefill part without prefill tokens', prefillStepMs(p, 0), 0],
+    ['prefill part at time-scale 0', prefillStepMs({ ...p, timeScale: 0 }, 100), 0],
     ['decode step alone', decodeStepMs(p, 1, 1), 15],
     ['decode step with 11 running', decodeStepMs(p, 11, 1), 16.5],
     ['slow decode ×2', decodeStepMs(p, 1, 2), 30],

@@ -1,10 +1,12 @@
 /**
  * Timing model. All model delays (prefill, decode steps, KV transfer) are multiplied by
  * `timeScale`; at 0 no timers are used at all. Wall-clock limits (leases, waits, timeouts) are not
- * scaled.
+ * scaled. An engine step (step-budget.ts) carries the running decodes and up to
+ * max-num-batched-tokens of prefill chunks:
  *
- *   TTFT  = prefillOverheadMs + uncachedPromptTokens × prefillMsPerToken
- *   step  = itlMs × (1 + loadSlowdown × (running − 1)) × slowDecodeFactor
+ *   prefill part = prefillOverheadMs + chunk tokens × prefillMsPerToken   (0 without prefill tokens)
+ *   decode step  = itlMs × (1 + loadSlowdown × (running − 1)) × slowDecodeFactor
+ *   step         = decode step (when decodes run) + prefill part
  */
 export interface TimingParams {
   timeScale: number;
@@ -15,8 +17,10 @@ export interface TimingParams {
   kvTransferMsPerBlock: number;
 }
 
-export function prefillMs(p: TimingParams, uncachedTokens: number): number {
-  return (p.prefillOverheadMs + uncachedTokens * p.prefillMsPerToken) * p.timeScale;
+/** The prefill part of one engine step carrying `tokens` prefill tokens (all chunks together). */
+export function prefillStepMs(p: TimingParams, tokens: number): number {
+  if (tokens <= 0) return 0;
+  return (p.prefillOverheadMs + tokens * p.prefillMsPerToken) * p.timeScale;
 }
 
 export function decodeStepMs(p: TimingParams, running: number, slowFactor: number): number {

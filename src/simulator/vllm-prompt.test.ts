@@ -79,3 +79,34 @@ describe.each(['sha256', 'sha256_cbor'] as const)('simulator hashing blocks the 
     expect(stored.flat()).toEqual(expected(ids, algo));
   });
 });
+
+describe("--max-model-len with --tokenizer counts the model's tokens", () => {
+  // Qwen3's chat template gives this prompt more tokens than the simulator's own tokeniser (148 vs
+  // 130), so before the check moved after tokenisation the over-long request was served (200).
+  const msgs = messages('été 中文 ✓✓✓ 1234567890 '.repeat(5));
+  let sim: RunningSimulator;
+  let modelTokens: number;
+  beforeAll(async () => {
+    const tokenizer = await ModelTokenizer.load(QWEN3_DIR);
+    modelTokens = tokenizer.chatTokenIds({ messages: msgs, addGenerationPrompt: true }).length;
+    sim = await startSimulator(
+      { timeScale: 0, tokenizer: QWEN3_DIR, maxModelLen: modelTokens + 1 },
+      createLogger('vllm-prompt-test', 'silent'),
+    );
+  });
+  afterAll(() => sim.close());
+
+  it.each([
+    [1, 200],
+    [2, 400],
+  ])('prompt + max_tokens %d → %d', async (maxTokens, status) => {
+    const r = await post(sim.url, '/v1/chat/completions', {
+      model: 'motor-sim-7b',
+      messages: msgs,
+      max_tokens: maxTokens,
+    });
+    expect(r.status).toBe(status);
+    if (status === 400) expect(r.json.error.message).toContain(`(${modelTokens} in the messages`);
+    else expect(r.json.usage.prompt_tokens).toBe(modelTokens);
+  });
+});
