@@ -17,7 +17,7 @@ import { Dispatcher } from './dispatch/dispatcher.js';
 import { decodeFirstCounter } from './dispatch/decode-first-metrics.js';
 import { triggerKey, type PendingTrigger } from './dispatch/pending-trigger.js';
 import { Upstreams } from './upstream.js';
-import { createGatewayListener } from './gateway/gateway.js';
+import { createGatewayListener, METASERVER_ROUTE_PREFIX } from './gateway/gateway.js';
 import { StaticInstanceSource, type InstanceSource } from './instance-source.js';
 import { SchedulingAdapter } from './scheduling-adapter.js';
 import { coordinatorPeerSecrets } from './peer-secret-setup.js';
@@ -166,7 +166,11 @@ export async function createCoordinatorApp(
   kvEvents = await startKvEvents(config, log, obs.observability);
   kvPredictor = await startKvPredictor(config, kvEvents, log);
   return {
-    handler: drain.track(gatewayListener, refuseClosing),
+    // While draining, a metaserver call still reaches its route: it completes a direct-trigger request
+    // already in flight (an unknown token is a 404 there, as ever).
+    handler: drain.track(gatewayListener, (req, res) =>
+      req.url?.startsWith(METASERVER_ROUTE_PREFIX) ? gatewayListener(req, res) : refuseClosing(req, res),
+    ),
     managementHandler: management ? drain.track(management, refuseClosing) : null,
     metricsHandler: drain.track((_req, res) => serveMetrics(metrics.render(), res), refuseClosing),
     controlPlane: plane,

@@ -171,6 +171,8 @@ describe('createCoordinator', () => {
       'overloaded',
       'close',
     ]);
+    // a metaserver call still reaches its route (it would complete a direct-trigger request in flight)
+    expect((await post(url, '/v1/metaserver/no-such-token', {})).status).toBe(404);
     for (let r = await reader.next(); !r.done; r = await reader.next()) chunks.push(String(r.value));
     await closed;
     const events = sseEvents(chunks.join(''));

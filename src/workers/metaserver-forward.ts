@@ -2,9 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import type { RequestListener } from '../common/request-drain.js';
+import { METASERVER_ROUTE_PREFIX as PREFIX } from '../coordinator/gateway/gateway.js';
 import { METASERVER_MAX_BODY_BYTES } from '../coordinator/gateway/metaserver-route.js';
-
-const PREFIX = '/v1/metaserver/';
 
 /** The token of a `POST /v1/metaserver/<token>` call, else null. */
 export function metaserverToken(req: Pick<IncomingMessage, 'method' | 'url'>): string | null {

@@ -22,6 +22,9 @@ import { readinessReport } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
 import type { ApiKind } from './request-validation.js';
 
+/** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
+export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';
+
 export interface GatewayDeps {
   config: CoordinatorConfig;
   source: InstanceSource;
@@ -73,7 +76,7 @@ export function createGatewayListener(
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
       sendJson(res, 200, modelList(deps.source));
     })
-    .add('POST', '/v1/metaserver/:token', metaserverRoute(deps));
+    .add('POST', `${METASERVER_ROUTE_PREFIX}:token`, metaserverRoute(deps));
   for (const [path, kind] of Object.entries(API_ROUTES)) {
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }
