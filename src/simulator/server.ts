@@ -18,6 +18,7 @@ import { startSglangBootstrapServer, type SglangBootstrapServer } from './sglang
 import { handleGenerate } from './sglang-generate.js';
 import type { KvEventsPublisher } from './kv-events-publisher.js';
 import { sglangServerInfo } from './sglang-server-info.js';
+import { handleTokenize } from './tokenize-route.js';
 
 export interface RunningSimulator {
   url: string;
@@ -227,6 +228,11 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
       post('/v1/completions', (req, res, text) =>
         core.handle('completion', '/v1/completions', req, res, text),
       ),
+    )
+    .add(
+      'POST',
+      '/tokenize',
+      post('/tokenize', (_req, res, text) => handleTokenize(opts, core, res, text)),
     )
     .add('GET', '/v1/models', (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(models) });

@@ -44,6 +44,8 @@ export interface DispatcherDeps {
   peerSecrets?: PeerSecrets | null;
   /** What the engines' KV events predict for a request (`precise-prefix`, kv-prediction.ts); never rejects. */
   kvPrediction?: (client: ClientRequest) => Promise<KvPrediction | undefined>;
+  /** A predicted request's cached tokens as reported by its engine (`motor doctor`). */
+  cachedTokensReported?: (instanceId: string, predicted: number, reported: number) => void;
 }
 
 /** Where the next attempt goes: instances to avoid, or a route the prefill-failure policy forces. */
@@ -75,6 +77,7 @@ export class Dispatcher {
       transports,
       timeouts: config.timeouts,
       stopLegs: (attempt, reason) => stopLegs(attempt, reason, transports, log),
+      cachedTokensReported: deps.cachedTokensReported,
     };
     this.flowDeps = { triggers: deps.triggers, log };
   }

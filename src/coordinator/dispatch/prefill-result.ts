@@ -55,6 +55,8 @@ export async function awaitPrefill(
 export function prefillCompleted(attempt: Attempt, result: PrefillResult): void {
   attempt.prefillDone();
   attempt.session.rewrite.cachedTokens = cachedTokensOf(result.usage);
+  if (attempt.route.kind === 'pd')
+    attempt.reportedCachedTokens(attempt.route.prefill.id, attempt.session.rewrite.cachedTokens);
 }
 
 function cachedTokensOf(usage: Record<string, unknown> | null | undefined): number | null {
