@@ -121,6 +121,7 @@ describe('eventStreamCheck', () => {
   it.each<[string, KvSubscriberStatus | undefined, string, RegExp]>([
     ['live', live, 'ok', /last batch 1 s ago \(seq 41\), 42 batches, 0 gaps, 0 resyncs, lag 3 ms/],
     ['gaps replayed', { ...live, gaps: 2 }, 'ok', /2 gaps, 0 resyncs/],
+    ['joined a running stream', { ...live, gaps: 1, resyncs: 1 }, 'ok', /1 gaps, 1 resyncs/],
     ['gaps resynced', { ...live, gaps: 2, resyncs: 2 }, 'drift', /2 gaps, 2 resyncs/],
     ['restart only', { ...live, resyncs: 1 }, 'ok', /1 resyncs/],
     ['failed', { ...live, error: 'connection refused' }, 'drift', /stream failed: connection refused/],
