@@ -229,11 +229,6 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
         core.handle('completion', '/v1/completions', req, res, text),
       ),
     )
-    .add(
-      'POST',
-      '/tokenize',
-      post('/tokenize', (_req, res, text) => handleTokenize(opts, core, res, text)),
-    )
     .add('GET', '/v1/models', (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(models) });
       res.end(models);
@@ -266,6 +261,13 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
       'POST',
       '/internal/kv/release',
       post('/internal/kv/release', (_req, res, text) => internalRelease(core, res, text)),
+    );
+  // vLLM's tokenize route (SGLang has only a prompt form, at /v1/tokenize): tokenize-route.ts
+  if (opts.engine !== 'sglang')
+    routes.add(
+      'POST',
+      '/tokenize',
+      post('/tokenize', (_req, res, text) => handleTokenize(opts, core, res, text)),
     );
 }
 

@@ -83,11 +83,12 @@ export class Doctor {
     return { at, drift, instances };
   }
 
+  /** As PromptBlockKeys.groupOf: its listed instances, else every server of a model (empty = any). */
   private groupOf(instance: Instance): KvHashGroup | undefined {
     return this.deps.groups.find((g) =>
       g.instances !== undefined
         ? g.instances.includes(instance.id)
-        : instance.models.some((m) => g.models.includes(m)),
+        : instance.models.length === 0 || instance.models.some((m) => g.models.includes(m)),
     );
   }
 
