@@ -14,13 +14,15 @@ interface DoctorOptions {
 
 /** Exit code when some check found drift (0: none; unknown verdicts do not count). */
 export const EXIT_DRIFT = 1;
+/** Exit code when the coordinator could not be asked (unreachable, refused, not a doctor report). */
+export const EXIT_NO_REPORT = 2;
 
 export function registerDoctor(program: Command): void {
   program
     .command('doctor')
     .description(
       "check each instance against Motor's precise-routing settings: tokenizer, chat template, block size, " +
-        'block hashes, KV event stream, predicted vs reported cached tokens; exits 1 on drift',
+        'block hashes, KV event stream, predicted vs reported cached tokens; exits 1 on drift, 2 without a report',
     )
     .requiredOption(
       '--coordinator <url>',
@@ -50,10 +52,11 @@ async function doctor(opts: DoctorOptions): Promise<number> {
     });
   } catch (err) {
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
-    throw new CliError(`${url.href}: ${cause}`);
+    throw new CliError(`${url.href}: ${cause}`, EXIT_NO_REPORT);
   }
   const text = await res.text();
-  if (res.status !== 200) throw new CliError(`${url.href} answered ${res.status}: ${text.slice(0, 300)}`);
+  if (res.status !== 200)
+    throw new CliError(`${url.href} answered ${res.status}: ${text.slice(0, 300)}`, EXIT_NO_REPORT);
   let report: DoctorReport;
   try {
     report = JSON.parse(text) as DoctorReport;
