@@ -91,6 +91,12 @@ describe('blockHashesCheck', () => {
       'drift',
       /PYTHONHASHSEED/,
     ],
+    [
+      'no match, the engine names an algorithm Motor lacks',
+      { found: false, matchedWith: null, batchesAfterProbe: 2, engineAlgo: 'xxhash' },
+      'drift',
+      /PYTHONHASHSEED/,
+    ],
     ['no events after the probe', { found: false, matchedWith: null, batchesAfterProbe: 0 }, 'unknown', null],
     [
       'probe failed',
@@ -101,6 +107,7 @@ describe('blockHashesCheck', () => {
   ])('%s', (_name, probe, verdict, fix) => {
     const r = blockHashesCheck(probe, configured, 'g');
     expect(r.verdict).toBe(verdict);
+    if (probe.engineAlgo) expect(r.detail).toMatch(/says prefix_caching_hash_algo=xxhash$/);
     if (fix) expect(r.fix).toMatch(fix);
     else expect(r.fix).toBeNull();
   });

@@ -115,6 +115,8 @@ export interface HashProbe {
   batchesAfterProbe: number;
   /** The probe request failed (no verdict possible). */
   error?: string;
+  /** `prefix_caching_hash_algo` of the engine's `vllm:cache_config_info`, when it has one. */
+  engineAlgo?: string | null;
 }
 
 export function blockHashesCheck(
@@ -137,9 +139,13 @@ export function blockHashesCheck(
       'block_hashes',
       'no KV event batch arrived after the probe (stream down or engine not caching)',
     );
+  const told =
+    probe.engineAlgo != null && probe.engineAlgo !== configured.algo
+      ? `; the engine's vllm:cache_config_info says prefix_caching_hash_algo=${probe.engineAlgo}`
+      : '';
   return drift(
     'block_hashes',
-    `the engine published blocks for the probe, none with the hashes Motor computes (${settings})`,
+    `the engine published blocks for the probe, none with the hashes Motor computes (${settings})${told}`,
     `set kvHash.groups '${group}' blockHash.seed to the engine's PYTHONHASHSEED and algo to its --prefix-caching-hash-algo`,
   );
 }

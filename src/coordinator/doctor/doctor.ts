@@ -97,8 +97,8 @@ export class Doctor {
     const hub = this.deps.hub();
     const status = hub?.status().find((s) => s.instance === instance.id);
     const base = { instance: instance.id, engine: instance.engine, group: group?.name ?? null };
-    const stream = eventStreamCheck(status, this.now(), instance.id);
     if (group === undefined) {
+      const stream = eventStreamCheck(status, this.now(), instance.id);
       const none = 'no kvHash group covers this instance: its prompts are not hashed (approximate routing)';
       return {
         ...base,
@@ -138,12 +138,23 @@ export class Doctor {
       !direct || hub === null
         ? unreachable('block_hashes', hub === null ? 'no KV event stream to observe' : undefined)
         : blockHashesCheck(
-            await this.hashProbe(instance, model, group, hub, Math.max(seen ?? 0, metrics?.blockSize ?? 0)),
+            {
+              ...(await this.hashProbe(
+                instance,
+                model,
+                group,
+                hub,
+                Math.max(seen ?? 0, metrics?.blockSize ?? 0),
+              )),
+              engineAlgo: metrics?.hashAlgo ?? null,
+            },
             group.blockHash,
             group.name,
           );
-    // the probe's BlockStored events may be the first this instance sent: read the block size after it
-    const events = hub?.status().find((s) => s.instance === instance.id)?.blockSize ?? null;
+    // the probe's events may be the first this instance sent: the stream and block size are read after it
+    const after = hub?.status().find((s) => s.instance === instance.id);
+    const events = after?.blockSize ?? null;
+    const stream = eventStreamCheck(after, this.now(), instance.id);
     return {
       ...base,
       checks: [
