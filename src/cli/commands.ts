@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { registerBench } from './bench.js';
 import { registerClassify } from './classify.js';
 import { registerCoordinator } from './coordinator.js';
+import { registerDoctor } from './doctor.js';
 import { registerEngineProxy } from './engine-proxy.js';
 import { registerSim } from './sim.js';
 import { registerUp } from './up.js';
@@ -16,4 +17,5 @@ export const commands: RegisterCommand[] = [
   registerCoordinator,
   registerEngineProxy,
   registerBench,
+  registerDoctor,
 ];

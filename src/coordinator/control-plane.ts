@@ -24,6 +24,8 @@ export interface ManagementProviders {
   circuit?: (id: string) => unknown;
   /** The gateway's bound port: instance URLs naming it (or the management port) are refused. */
   gatewayPort?: () => number | null;
+  /** Extra management routes (`GET /v1/doctor`). */
+  extraRoutes?: ManagementApiOptions['extraRoutes'];
 }
 
 /** The coordinator's registry, health prober and management API, wired together. */
@@ -137,6 +139,7 @@ export async function startControlPlane(
           ownPorts: () => ownPorts(providers.gatewayPort?.() ?? null, management?.url ?? null),
         }),
       ...(m.adminToken !== undefined ? { adminToken: m.adminToken } : {}),
+      ...(providers.extraRoutes ? { extraRoutes: providers.extraRoutes } : {}),
       logger: log,
     };
   };

@@ -24,6 +24,9 @@ import { coordinatorPeerSecrets } from './peer-secret-setup.js';
 import { startKvEvents, startKvPredictor } from './kv-events.js';
 import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
 import type { KvPredictor } from './kv-prediction.js';
+import { CachedTokensSamples } from './doctor/cached-tokens-samples.js';
+import { Doctor } from './doctor/doctor.js';
+import { DOCTOR_PATH, doctorRoute } from './doctor/doctor-route.js';
 
 export interface CoordinatorOverrides {
   source?: InstanceSource;
@@ -123,6 +126,7 @@ export async function createCoordinatorApp(
     peerSecrets?.close();
     throw err;
   }
+  const cachedTokens = new CachedTokensSamples();
   let url = config.server.publicUrl?.replace(/\/+$/, '') ?? '';
   let boundPort: number | null = null; // instance URLs naming it are refused (control-plane.ts)
   const dispatcher = new Dispatcher({
@@ -139,6 +143,15 @@ export async function createCoordinatorApp(
     decodeFirstCount: config.decodeFirst?.enabled
       ? decodeFirstCounter(obs.observability.metrics.registry)
       : undefined,
+    cachedTokensReported: (id, predicted, reported) => cachedTokens.record(id, predicted, reported),
+  });
+  const doctor = new Doctor({
+    groups: config.kvHash.groups,
+    source,
+    upstreams,
+    hub: () => kvEvents,
+    keys: () => kvPredictor?.keys ?? null,
+    samples: cachedTokens,
   });
   const gateway = createGatewayListener({
     config,
@@ -154,6 +167,7 @@ export async function createCoordinatorApp(
     load: (id) => scheduling.scheduler.loadTracker.get(id),
     circuit: (id) => scheduling.scheduler.breakers.state(id),
     gatewayPort: () => boundPort,
+    extraRoutes: [{ method: 'GET', path: DOCTOR_PATH, handler: doctorRoute(doctor) }],
   };
   const metrics = obs.observability.metrics;
   const drain = new RequestDrain();

@@ -17,7 +17,7 @@ export class KvPredictor {
   private warned = false;
 
   constructor(
-    private readonly keys: PromptBlockKeys,
+    readonly keys: PromptBlockKeys,
     private readonly hub: KvEventsHub,
     private readonly log: Logger,
   ) {}

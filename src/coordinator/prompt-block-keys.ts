@@ -63,6 +63,11 @@ export class PromptBlockKeys {
     return undefined;
   }
 
+  /** A started group's tokenizer worker (`motor doctor` tokenises its probes with it). */
+  tokenizer(group: string): TokenizerClient | undefined {
+    return this.groups.find((g) => g.group.name === group)?.client;
+  }
+
   /** Per group serving the request's model, its block keys; empty when none can be computed. */
   async of(client: ClientRequest): Promise<ReadonlyMap<string, BigUint64Array>> {
     const out = new Map<string, BigUint64Array>();

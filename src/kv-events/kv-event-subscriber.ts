@@ -15,6 +15,8 @@ export interface KvSubscriberStatus {
   batches: number;
   gaps: number;
   resyncs: number;
+  /** `block_size` of the last BlockStored event (the engine's block size); null until one came. */
+  blockSize?: number | null;
   /** Set when the stream ended with an error (the hub restarts it). */
   error: string | null;
 }
@@ -62,6 +64,7 @@ export class KvEventSubscriber {
       batches: 0,
       gaps: 0,
       resyncs: 0,
+      blockSize: null,
       error: null,
     };
   }
@@ -130,6 +133,7 @@ export class KvEventSubscriber {
       } else if (!routable(e.medium)) continue;
       else if (e.kind === 'stored') {
         counts.stored++;
+        this.s.blockSize = e.blockSize;
         this.index.store(this.instance, e.hashes);
       } else {
         counts.removed++;

@@ -50,6 +50,8 @@ export interface ManagementApiOptions {
   logger?: Logger;
   /** Default 1 MiB. */
   bodyLimitBytes?: number;
+  /** Routes the embedding coordinator adds (e.g. `GET /v1/doctor`), behind the same admin token. */
+  extraRoutes?: ReadonlyArray<{ method: 'GET' | 'POST'; path: string; handler: RouteHandler }>;
 }
 
 /** A `node:http` request listener. */
@@ -127,6 +129,7 @@ export function createManagementHandler(options: ManagementApiOptions): Manageme
     .add('POST', '/v1/instances/:id/resume', api.resume)
     .add('POST', '/v1/instances/:id/heartbeat', api.heartbeat)
     .add('POST', '/instances/refresh', api.refresh);
+  for (const r of options.extraRoutes ?? []) routes.add(r.method, r.path, r.handler);
   const expectedDigest = options.adminToken ? tokenDigest(options.adminToken) : undefined;
   return httpFrame({
     routes,

@@ -18,6 +18,7 @@ import { startSglangBootstrapServer, type SglangBootstrapServer } from './sglang
 import { handleGenerate } from './sglang-generate.js';
 import type { KvEventsPublisher } from './kv-events-publisher.js';
 import { sglangServerInfo } from './sglang-server-info.js';
+import { handleTokenize } from './tokenize-route.js';
 
 export interface RunningSimulator {
   url: string;
@@ -260,6 +261,13 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
       'POST',
       '/internal/kv/release',
       post('/internal/kv/release', (_req, res, text) => internalRelease(core, res, text)),
+    );
+  // vLLM's tokenize route (SGLang has only a prompt form, at /v1/tokenize): tokenize-route.ts
+  if (opts.engine !== 'sglang')
+    routes.add(
+      'POST',
+      '/tokenize',
+      post('/tokenize', (_req, res, text) => handleTokenize(opts, core, res, text)),
     );
 }
 

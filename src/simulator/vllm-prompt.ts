@@ -20,7 +20,7 @@ export interface VllmPromptOptions {
  * reproduce keeps the simulator's own tokenisation and block hashes.
  */
 export class VllmPrompt {
-  private constructor(private readonly client: TokenizerClient) {}
+  private constructor(readonly client: TokenizerClient) {}
 
   static async start(o: VllmPromptOptions): Promise<VllmPrompt> {
     const blockHash = { algo: o.algo, blockSize: o.blockSize, seed: o.seed };

@@ -1,4 +1,6 @@
+import { isPlainObject } from '../../common/http.js';
 import { MotorError } from '../../common/motor-error.js';
+import { cachedTokensOf } from './prefill-result.js';
 import { assembleAnswer } from './assembled-answer.js';
 import type { Attempt } from './attempt.js';
 import type { PrefillOutcome } from './decode-relay.js';
@@ -92,6 +94,9 @@ async function deliver(attempt: Attempt, waitPrefill: PrefillOutcome | null): Pr
       }),
     );
   }
+  const leg = attempt.legs[attempt.legs.length - 1];
+  if (leg?.role === 'single' && session.migration.count === 0 && isPlainObject(answer.usage))
+    attempt.reportedCachedTokens(leg.instance.id, cachedTokensOf(answer.usage));
   rewriteResponseObject(answer, session.rewrite);
   if (!attempt.streaming) attempt.committed();
   session.sink.sendJson(200, answer);

@@ -25,6 +25,8 @@ export interface AttemptServices {
   };
   /** Tells the engines of a failed attempt to stop its legs (stop-legs.ts). */
   readonly stopLegs: (attempt: Attempt, reason: DispatchStopReason) => void;
+  /** A predicted request's cached tokens as its engine reported them (`motor doctor`'s samples). */
+  readonly cachedTokensReported?: (instanceId: string, predicted: number, reported: number) => void;
 }
 
 /** One attempt: a route, fresh ids, its legs, and the one place failures stop both legs. */
@@ -90,6 +92,13 @@ export class Attempt {
   /** The failure the attempt ended with (its own, or the request's cancellation); null while it runs. */
   get failure(): MotorError | null {
     return this.cancellation.reason;
+  }
+
+  /** The engine on `instanceId` reported `cachedTokens` for the prompt: sampled when it was predicted. */
+  reportedCachedTokens(instanceId: string, cachedTokens: number | null): void {
+    const predicted = this.session.schedulingRequest.kvPrediction?.cachedTokens.get(instanceId);
+    if (predicted !== undefined && cachedTokens !== null)
+      this.services.cachedTokensReported?.(instanceId, predicted, cachedTokens);
   }
 
   transportFor(instance: Instance): LegTransport {

@@ -52,6 +52,8 @@ export interface DispatcherDeps {
   kvPrediction?: (client: ClientRequest) => Promise<KvPrediction | undefined>;
   /** Counts decode-first's checks (`motor_decode_first_total`, decode-first-metrics.ts); default none. */
   decodeFirstCount?: (outcome: DecodeFirstOutcome, source: PredictionSource) => void;
+  /** A predicted request's cached tokens as reported by its engine (`motor doctor`). */
+  cachedTokensReported?: (instanceId: string, predicted: number, reported: number) => void;
 }
 
 /** Where the next attempt goes: instances to avoid, or a route the prefill-failure policy forces. */
@@ -84,6 +86,7 @@ export class Dispatcher {
       transports,
       timeouts: config.timeouts,
       stopLegs: (attempt, reason) => stopLegs(attempt, reason, transports, log),
+      cachedTokensReported: deps.cachedTokensReported,
     };
     this.flowDeps = { triggers: deps.triggers, log };
     this.decodeFirst = config.decodeFirst?.enabled

@@ -6,6 +6,7 @@ import type { PrefillOutcome } from './decode-relay.js';
 import type { Leg, ResponseData } from './leg.js';
 import { isRecomputed, RECOMPUTED_MARK, recomputedError } from './recompute.js';
 import { attemptIdRewrite, withClientRequestId } from '../../engine-adapters/client-request-id.js';
+import { reportedCachedTokens } from '../doctor/cached-tokens-samples.js';
 import { needsRewrite, rewriteResponseObject, withoutTrailingNullKv } from './sse-relay.js';
 
 /**
@@ -32,6 +33,8 @@ export async function relayJson(
     attempt.fail(recomputedError(leg), 'recompute'); // an unfinished answer: a new attempt serves it
     return attempt.failure;
   }
+  if (leg.role === 'single' && session.schedulingRequest.kvPrediction)
+    attempt.reportedCachedTokens(leg.instance.id, reportedCachedTokens(body));
   // the client sees the root request id in the body too (client-request-id.ts)
   body = withClientRequestId(body, attemptIdRewrite(attempt.ids.rootRequestId, attempt.ids.engineRequestId));
   let asIs = !needsRewrite(body, session.rewrite);

@@ -55,9 +55,12 @@ export async function awaitPrefill(
 export function prefillCompleted(attempt: Attempt, result: PrefillResult): void {
   attempt.prefillDone();
   attempt.session.rewrite.cachedTokens = cachedTokensOf(result.usage);
+  if (attempt.route.kind === 'pd')
+    attempt.reportedCachedTokens(attempt.route.prefill.id, attempt.session.rewrite.cachedTokens);
 }
 
-function cachedTokensOf(usage: Record<string, unknown> | null | undefined): number | null {
+/** `usage.prompt_tokens_details.cached_tokens` of an engine answer; null when not reported. */
+export function cachedTokensOf(usage: Record<string, unknown> | null | undefined): number | null {
   const details = usage?.prompt_tokens_details;
   if (typeof details !== 'object' || details === null) return null;
   const cached = (details as { cached_tokens?: unknown }).cached_tokens;
