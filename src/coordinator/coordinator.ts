@@ -152,7 +152,7 @@ export async function createCoordinatorApp(
   };
   const management = plane?.managementHandler(managementProviders);
   scheduling.start();
-  kvEvents = await startKvEvents(config, log, obs.observability);
+  kvEvents = await startKvEvents(config, log, obs.observability, plane?.registry ?? null);
   kvPredictor = await startKvPredictor(config, kvEvents, log);
   return {
     handler: drain.track(gatewayListener, refuseClosing),
