@@ -12,6 +12,10 @@
  *    round-robin HTTP proxy; after precise's run, a sequential check of predicted = reported cached
  *    tokens (precise-check.ts).
  *
+ * Conversation and session counts are odd on purpose: turns go out turn-major, so with an even count
+ * round-robin (over 2 prefills, or the proxy over 2 coordinators) would by coincidence send every turn
+ * of a conversation to the same place (docs/BENCHMARKS.md, Scheduling).
+ *
  * Each phase reports the prefix-cache hit rate (cached_tokens ÷ prompt_tokens from usage), the offline
  * oracle's over the same requests at the same per-instance capacity, TTFT p50/p99 and req/s.
  *
@@ -46,12 +50,12 @@ const { values: flags } = parseArgs({
     'prefill-max-seqs': { type: 'string', default: '1' },
     'max-num-batched-tokens': { type: 'string' },
     'itl-ms': { type: 'string', default: '4' },
-    conversations: { type: 'string', default: '8' },
+    conversations: { type: 'string', default: '9' },
     turns: { type: 'string', default: '6' },
     'system-tokens': { type: 'string', default: '400' },
     'max-tokens': { type: 'string', default: '32' },
     concurrency: { type: 'string', default: '4' },
-    sessions: { type: 'string', default: '10' },
+    sessions: { type: 'string', default: '9' },
     'trace-turns': { type: 'string', default: '4' },
     'gap-ms': { type: 'string', default: '200' },
     'time-scale': { type: 'string', default: '1' },
@@ -110,8 +114,8 @@ const checkWorkload = createWorkload('shared-prefix', {
   seed: n('seed') + 1,
   promptTokens: n('system-tokens'),
   maxTokens: 8,
-  conversations: 4,
-  turns: Math.max(1, Math.ceil(n('predict-requests') / 4)),
+  conversations: 3,
+  turns: Math.max(1, Math.ceil(n('predict-requests') / 3)),
 });
 
 const requestsOf = (p: Phase): BenchRequest[] =>
