@@ -42,6 +42,8 @@ import { multiTurnTrace } from './precise-trace.js';
 const { values: flags } = parseArgs({
   options: {
     runs: { type: 'string', default: '3' },
+    phases: { type: 'string', default: 'chat,trace,replicas' },
+    'replica-workloads': { type: 'string', default: 'chat' },
     policies: { type: 'string', default: POLICIES.join(',') },
     prefills: { type: 'string', default: '2' },
     decodes: { type: 'string', default: '1' },
@@ -164,7 +166,7 @@ async function phase(run: number, p: Phase, policy: Policy, replicas: 1 | 2): Pr
   const label = `${p.name} ${policy}${replicas === 2 ? ' ×2' : ''}`;
   process.stderr.write(`run ${run}: ${label} ...`);
   const fleet = await startFleet(policy, replicas, sizing, dir);
-  const wantsCheck = policy === 'precise' && replicas === 2;
+  const wantsCheck = policy === 'precise' && replicas === 2 && p === chat;
   const hub = wantsCheck ? watchEvents(fleet) : null;
   try {
     const r = await measure(fleet.url, label, p);
@@ -198,9 +200,15 @@ async function phase(run: number, p: Phase, policy: Policy, replicas: 1 | 2): Pr
 try {
   for (let run = 1; run <= n('runs'); run++) {
     loads.push(loadavg());
-    for (const p of [chat, trace]) for (const policy of policies) await phase(run, p, policy, 1);
-    for (const policy of policies.filter((x) => x === 'approximate' || x === 'precise'))
-      await phase(run, chat, policy, 2);
+    const wanted = String(flags.phases).split(',');
+    for (const p of [chat, trace].filter((x) => wanted.includes(x.name)))
+      for (const policy of policies) await phase(run, p, policy, 1);
+    if (wanted.includes('replicas'))
+      for (const p of [chat, trace].filter((x) =>
+        String(flags['replica-workloads']).split(',').includes(x.name),
+      ))
+        for (const policy of policies.filter((x) => x === 'approximate' || x === 'precise'))
+          await phase(run, p, policy, 2);
   }
 } finally {
   await keys.close();
