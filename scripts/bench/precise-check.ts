@@ -33,14 +33,17 @@ const clientOf = (r: BenchRequest): ClientRequest =>
  * The offline oracle (src/loadgen/prefix-oracle.ts: per-instance LRU, longest cached prefix) over the
  * requests in order, in engine blocks: each full 16-token block of a prompt is one oracle "block"
  * (its chained vLLM hash is the id); hit tokens are converted back to engine tokens and divided by
- * all prompt tokens. An upper bound (it ignores timing and the engine's last-token recompute).
+ * all prompt tokens. It ignores timing and the engine's last-token recompute. `pooled`: the same
+ * requests on one LRU of the whole fleet's capacity (no instance holds a copy of another's blocks) —
+ * a reference for when greedy longest-prefix routing piles every request that shares a first block
+ * onto one instance and leaves the others' caches unused (then the oracle is no upper bound).
  */
 export async function engineOracle(
   keys: PromptBlockKeys,
   requests: readonly BenchRequest[],
   instances: number,
   capacityBlocks: number,
-): Promise<number> {
+): Promise<{ oracle: number; pooled: number }> {
   const idOf = new Map<bigint, number>();
   const records: TraceRecord[] = [];
   let promptTokens = 0;
@@ -61,8 +64,13 @@ export async function engineOracle(
         hashIds,
       });
   }
-  const o = prefixOracle(records, { instances, capacityBlocks });
-  return ((o.hitTokens / MOONCAKE_BLOCK_TOKENS) * BLOCK) / promptTokens;
+  const rate = (hitTokens: number) => ((hitTokens / MOONCAKE_BLOCK_TOKENS) * BLOCK) / promptTokens;
+  return {
+    oracle: rate(prefixOracle(records, { instances, capacityBlocks }).hitTokens),
+    pooled: rate(
+      prefixOracle(records, { instances: 1, capacityBlocks: instances * capacityBlocks }).hitTokens,
+    ),
+  };
 }
 
 /** The script's own replica of a coordinator's KV event index, subscribed from the fleet's start. */

@@ -147,6 +147,7 @@ interface Row {
   failed: number;
   hitRate: number;
   oracleHitRate: number;
+  pooledHitRate: number;
   ttftP50: number;
   ttftP99: number;
   reqPerS: number;
@@ -178,7 +179,8 @@ async function phase(run: number, p: Phase, policy: Policy, replicas: 1 | 2): Pr
       ok: r.ok,
       failed: r.failed,
       hitRate: r.prefixCacheHitRate,
-      oracleHitRate: oracle[p.name as 'chat' | 'trace'],
+      oracleHitRate: oracle[p.name as 'chat' | 'trace'].oracle,
+      pooledHitRate: oracle[p.name as 'chat' | 'trace'].pooled,
       ttftP50: r.ttftMs.p50,
       ttftP99: r.ttftMs.p99,
       reqPerS: r.requestsPerS,
@@ -228,14 +230,14 @@ for (const r of rows) {
 const lines = [
   `load average at each run's start: ${loads.map((l) => l.map((x) => x.toFixed(2)).join(' ')).join(' | ')}`,
   '',
-  '| workload | policy | coordinators | ok/failed | hit rate (median; per run) | oracle | hit ÷ oracle | TTFT p50 ms | TTFT p99 ms | req/s |',
-  '|---|---|---|---|---|---|---|---|---|---|',
+  '| workload | policy | coordinators | ok/failed | hit rate (median; per run) | oracle | hit ÷ oracle | pooled LRU | TTFT p50 ms | TTFT p99 ms | req/s |',
+  '|---|---|---|---|---|---|---|---|---|---|---|',
   ...[...groups.values()].map((g) => {
     const f = g[0]!;
     const hit = median(g.map((r) => r.hitRate));
     return (
       `| ${f.phase} | ${f.policy} | ${f.replicas} | ${g.reduce((s, r) => s + r.ok, 0)}/${g.reduce((s, r) => s + r.failed, 0)} | ` +
-      `${pct(hit)} (${g.map((r) => pct(r.hitRate)).join(', ')}) | ${pct(f.oracleHitRate)} | ${(hit / f.oracleHitRate).toFixed(2)} | ` +
+      `${pct(hit)} (${g.map((r) => pct(r.hitRate)).join(', ')}) | ${pct(f.oracleHitRate)} | ${(hit / f.oracleHitRate).toFixed(2)} | ${pct(f.pooledHitRate)} | ` +
       `${median(g.map((r) => r.ttftP50)).toFixed(0)} | ${median(g.map((r) => r.ttftP99)).toFixed(0)} | ${median(g.map((r) => r.reqPerS)).toFixed(2)} |`
     );
   }),
