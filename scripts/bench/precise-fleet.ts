@@ -188,7 +188,7 @@ export async function startFleet(policy: Policy, replicas: 1 | 2, z: SimSizing, 
 /**
  * A minimal HTTP load balancer: request k goes to `targets[k % n]`, body and answer streamed through
  * unchanged (keep-alive to the targets). What a round-robin L7 balancer in front of coordinator
- * replicas does; nginx is not installed on this machine.
+ * replicas does (nginx `upstream` round-robin would do the same; this keeps the script self-contained).
  */
 export async function roundRobinProxy(targets: readonly string[]): Promise<Server> {
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
