@@ -177,7 +177,7 @@ export async function createCoordinatorApp(
   };
   const management = plane?.managementHandler(managementProviders);
   scheduling.start();
-  kvEvents = await startKvEvents(config, log, obs.observability);
+  kvEvents = await startKvEvents(config, log, obs.observability, plane?.registry ?? null);
   kvPredictor = await startKvPredictor(config, kvEvents, log);
   return {
     // While draining, a metaserver call still reaches its route: it completes a direct-trigger request

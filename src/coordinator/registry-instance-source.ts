@@ -22,6 +22,7 @@ export function registrationFromConfig(instance: ResolvedInstance): InstanceRegi
     models: [...instance.models],
     labels:
       instance.bootstrapPort !== undefined ? { [BOOTSTRAP_PORT_LABEL]: String(instance.bootstrapPort) } : {},
+    ...(instance.kvEvents !== undefined ? { kv_events: instance.kvEvents } : {}),
   };
 }
 
@@ -193,6 +194,7 @@ export class RegistryInstanceSource implements InstanceSource {
       ...(Number.isInteger(bootstrap) && bootstrap > 0 && bootstrap < 65536
         ? { bootstrapPort: bootstrap }
         : {}),
+      ...(record.kv_events !== null ? { kvEvents: record.kv_events } : {}),
     };
     const found = record.source === 'static' ? this.discovery?.outcome(record.id) : undefined;
     if (found) applyOutcome(fields, found);
@@ -206,6 +208,7 @@ export class RegistryInstanceSource implements InstanceSource {
     delete existing.bootstrapPort;
     delete existing.kvConnector;
     delete existing.reportedModels;
+    delete existing.kvEvents;
     Object.assign(existing, fields);
     if (oldUrl !== existing.url) this.releaseIfUnused(oldUrl);
   }

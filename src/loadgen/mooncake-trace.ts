@@ -6,6 +6,13 @@ import { WORDS, type Workload } from './workloads.js';
  * lines `{"timestamp": ms, "input_length": n, "output_length": m, "hash_ids": [...]}`, where
  * `hash_ids[i]` names the i-th 512-token block of the prompt (the last one possibly partial) and equal
  * ids at equal positions mean a shared prefix.
+ *
+ * The id count must be exactly ceil(input_length / 512). Checked against the public traces (Mooncake
+ * HEAD, FAST25-release/traces): every line of conversation_trace.jsonl (12 031) and
+ * synthetic_trace.jsonl (3 993) satisfies it, as do the arxiv-era mooncake_trace.jsonl lines read; the
+ * AIPerf-compatible loaders refuse the rest (AISBench's mooncake_trace README: last block of
+ * 1..512 tokens, else DSET-PARAM-004). A line with fewer or more ids has no agreed meaning (which
+ * tokens do the ids cover?), so it is refused, naming the line, rather than guessed at.
  */
 export const MOONCAKE_BLOCK_TOKENS = 512;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { instanceKvEventsSchema, type InstanceKvEvents } from '../config/kv-events-section.js';
 import {
   DispatchProfileError,
   dispatchCapabilitiesForProfile,
@@ -56,6 +57,8 @@ export interface InstanceRecord {
   registered_at_ms: number;
   updated_at_ms: number;
   lease: InstanceLease | null;
+  /** Where the engine publishes its KV cache events (the config's instance `kvEvents`); null: it does not. */
+  kv_events: InstanceKvEvents | null;
 }
 
 export type RegistryErrorCode = 'not_found' | 'invalid_instance' | 'conflict' | 'unavailable';
@@ -157,6 +160,8 @@ export const instanceRegistrationSchema = z.strictObject({
   labels: labelsSchema.default({}),
   /** Only honoured when the instance is new, or to set the state explicitly on re-registration. */
   state: z.enum(INSTANCE_STATES).optional(),
+  /** The config's instance `kvEvents` (one schema): coordinators subscribe to this engine's KV events. */
+  kv_events: instanceKvEventsSchema.optional(),
 });
 
 export type InstanceRegistration = z.input<typeof instanceRegistrationSchema>;
@@ -193,6 +198,8 @@ export const instanceRecordSchema = z.strictObject({
   lease: z
     .strictObject({ ttl_ms: z.number().int().positive(), renew: z.enum(['owner', 'heartbeat']) })
     .nullable(),
+  // records stored before the field existed have none
+  kv_events: instanceKvEventsSchema.nullable().default(null),
 });
 
 /** `a.b[2].c` from a zod issue path. */
@@ -292,6 +299,7 @@ export function buildInstanceRecord(
     registered_at_ms: existing?.registered_at_ms ?? options.nowMs,
     updated_at_ms: options.nowMs,
     lease: options.lease,
+    kv_events: registration.kv_events ?? null,
   };
 }
 

@@ -175,6 +175,27 @@ describe('management API over HTTP', () => {
     expect((await call('GET', '/v1/instances')).status).toBe(200); // still serving
   });
 
+  it.each([
+    ['endpoint only: topic defaults to ""', { endpoint: 'tcp://10.0.0.1:5557' }, 201, null],
+    [
+      'endpoint, replay endpoint and topic',
+      { endpoint: 'tcp://10.0.0.1:5557', replayEndpoint: 'tcp://10.0.0.1:5558', topic: 'kv' },
+      201,
+      null,
+    ],
+    ['not a ZeroMQ endpoint', { endpoint: 'http://10.0.0.1:5557' }, 400, 'kv_events.endpoint'],
+    ['an unknown field', { endpoint: 'tcp://10.0.0.1:5557', port: 1 }, 400, 'kv_events.port'],
+  ])('a registration carries kv_events (the config schema): %s', async (_name, kvEvents, status, param) => {
+    await start();
+    const reply = await call('POST', '/v1/instances', { ...P0, kv_events: kvEvents });
+    if (param !== null) return expectOpenAiError(reply, status, param);
+    expect(reply.status).toBe(status);
+    expect(reply.body.kv_events).toEqual({ topic: '', ...kvEvents });
+    expect(registry.get('p-0')!.kv_events).toEqual({ topic: '', ...kvEvents });
+    // re-registered without it (a restarted engine that stopped publishing): gone
+    expect((await call('POST', '/v1/instances', P0)).body.kv_events).toBeNull();
+  });
+
   it('deletes instances, 404 for unknown ids', async () => {
     await start();
     await call('POST', '/v1/instances', P0);
