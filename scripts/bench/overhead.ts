@@ -335,10 +335,10 @@ function parseStringifyMs(text: string): number {
 }
 
 /** utime + stime of a process, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
-async function cpuTicks(pid: number): Promise<number> {
+async function cpuTicks(pid: number): Promise<{ user: number; system: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 on
-  return Number(fields[11]) + Number(fields[12]);
+  return { user: Number(fields[11]), system: Number(fields[12]) };
 }
 function clockTick(): number {
   try {
@@ -610,11 +610,14 @@ try {
         for (const [n, c] of longTargets) {
           const before = await cpuTicks(c.pid);
           for (let i = 0; i < longRequests; i++) await postLong(pools.get(n)!, text);
-          const perRequest = (((await cpuTicks(c.pid)) - before) * (1000 / tick)) / longRequests;
+          const after = await cpuTicks(c.pid);
+          const msPer = (ticks: number): number => (ticks * (1000 / tick)) / longRequests;
+          const system = msPer(after.system - before.system);
+          const perRequest = msPer(after.user - before.user) + system;
           cpu.get(n)!.push(perRequest);
           ratios.get(n)!.push(perRequest / floor);
           console.log(
-            `${`${(text.length / 1024).toFixed(0)} KiB`.padEnd(9)} ${n.padEnd(11)} ${String(r + 1).padStart(5)} ${perRequest.toFixed(2).padStart(23)} ${floor.toFixed(2).padStart(19)} ${(perRequest / floor).toFixed(2).padStart(6)}`,
+            `${`${(text.length / 1024).toFixed(0)} KiB`.padEnd(9)} ${n.padEnd(11)} ${String(r + 1).padStart(5)} ${perRequest.toFixed(2).padStart(23)} ${floor.toFixed(2).padStart(19)} ${(perRequest / floor).toFixed(2).padStart(6)}   (system ${system.toFixed(2)})`,
           );
         }
       }
