@@ -73,6 +73,10 @@ describe('spliceJson', () => {
     ],
     ['a top-level array', '[{"a":1}]'],
     ['an empty object', '{}'],
+    [
+      'more than 1,024 top-level members',
+      `{${Array.from({ length: 1025 }, (_, i) => `"k${i}":1`).join(',')}}`,
+    ],
   ])('no source for %s: the leg is serialised whole', (_name, text) => {
     const bytes = typeof text === 'string' ? Buffer.from(text) : text;
     const members: number[] = [];

@@ -17,14 +17,21 @@ export interface JsonSource {
 }
 
 const BACKSLASH = 0x5c;
+/**
+ * Most top-level members a source keeps: chat bodies have a dozen or two; a body with thousands of
+ * top-level keys (issue 15 finding 7) is cheaper to serialise whole than to index key by key.
+ */
+const MAX_MEMBERS = 1024;
 
 /**
  * The source of `value`, parsed from `bytes` whose members `checkJsonShape` listed; null when the
  * bytes cannot stand for the value: not an object, or not valid UTF-8 (the parser replaced bad
- * sequences with U+FFFD, which a re-serialisation sends and a copy would not).
+ * sequences with U+FFFD, which a re-serialisation sends and a copy would not), or more than
+ * `MAX_MEMBERS` top-level members.
  */
 export function jsonSource(bytes: Buffer, spans: readonly number[], value: unknown): JsonSource | null {
-  if (spans.length === 0 || typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  if (spans.length === 0 || spans.length > 3 * MAX_MEMBERS) return null;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   if (!isUtf8(bytes)) return null;
   const keys: string[] = [];
   const values = new Map<string, unknown>();
@@ -32,7 +39,8 @@ export function jsonSource(bytes: Buffer, spans: readonly number[], value: unkno
   for (let m = 0; m < spans.length; m += 3) {
     const start = spans[m]!;
     const end = spans[m + 1]!;
-    const escaped = bytes.indexOf(BACKSLASH, start) !== -1 && bytes.indexOf(BACKSLASH, start) < end;
+    let escaped = false;
+    for (let i = start + 1; i < end - 1 && !escaped; i++) escaped = bytes[i] === BACKSLASH;
     const key = escaped
       ? (JSON.parse(bytes.toString('utf8', start, end)) as string)
       : bytes.toString('utf8', start + 1, end - 1);
