@@ -11,10 +11,18 @@
  *    streaming with 1,000 concurrent streams.
  * 3. Memory of N concurrent idle streams through the coordinator (sim with a 10-minute ITL: the
  *    first token arrives, then the stream idles): coordinator RSS before and with N open.
+ * 4. Long prompts (issue 19, phase `long-prompt`): a P/D coordinator of its own (direct NIXL handoff,
+ *    default prefix-affinity scheduling) on the same prefill and decode sims; `--long-requests`
+ *    sequential non-stream requests of each chat body size (`--long-sizes`, KiB); the coordinator's
+ *    CPU per request from /proc/<pid>/stat (utime+stime delta ÷ requests) next to one
+ *    `JSON.parse` + `JSON.stringify` of the same body timed in this process in the same round; the
+ *    ratio per round, median over `--rounds`. `--long-profile DIR` runs that coordinator under
+ *    `node --cpu-prof` (profile written to DIR when it stops).
  *
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
  *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 5] [--tput-runs 3]
- *     [--idle-streams 9900] [--phases latency,throughput,idle] [--json report.json] [--baseline DIR]
+ *     [--idle-streams 9900] [--phases latency,throughput,idle,long-prompt] [--json report.json] [--baseline DIR]
+ *     [--long-sizes 225,1024] [--long-requests 60] [--long-profile DIR]
  *   --baseline DIR: another built checkout of Motor (e.g. `git worktree add ../base <commit> && npm ci`
  *   there); its coordinators run as extra targets `base-single` / `base-pd` on the same sims, so a
  *   change is compared with its parent side by side in one run.
@@ -28,6 +36,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
@@ -46,8 +56,11 @@ const { values } = parseArgs({
     // 2 fds per stream in the coordinator; the default stays under a 20,000 open-files limit
     'idle-streams': { type: 'string', default: '9900' },
     json: { type: 'string' },
-    phases: { type: 'string', default: 'latency,throughput,idle' },
+    phases: { type: 'string', default: 'latency,throughput,idle,long-prompt' },
     baseline: { type: 'string' },
+    'long-sizes': { type: 'string', default: '225,1024' },
+    'long-requests': { type: 'string', default: '60' },
+    'long-profile': { type: 'string' },
   },
 });
 const phases = new Set(values.phases.split(','));
@@ -117,6 +130,37 @@ async function coordinator(name: string, config: Record<string, unknown>, bin?: 
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, stringify({ server: { port: 0 }, ...config }));
   return motor(['coordinator', '--config', file], bin);
+}
+
+/** A coordinator run as `node --cpu-prof` (not allowed in NODE_OPTIONS): its profile lands in `profileDir` at exit. */
+async function profiledCoordinator(
+  name: string,
+  config: Record<string, unknown>,
+  profileDir: string,
+): Promise<{ url: string; pid: number }> {
+  const file = join(dir, `${name}.yaml`);
+  await writeFile(file, stringify({ server: { port: 0 }, ...config }));
+  const bin = fileURLToPath(new URL('../../bin/motor.js', import.meta.url));
+  const child = spawn(
+    process.execPath,
+    ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, bin, 'coordinator', '--config', file],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  cleanups.push(async () => {
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+  });
+  const lines = createInterface({ input: child.stdout! });
+  for await (const line of lines) {
+    if (!line.includes('"listening"')) continue;
+    const url = (JSON.parse(line) as { url?: string }).url;
+    if (url) {
+      lines.close();
+      child.stdout!.resume();
+      return { url, pid: child.pid! };
+    }
+  }
+  throw new Error(`${name}: exited before listening`);
 }
 const pin = (pid: number | undefined, cpus: string): void => {
   if (TASKSET && pid) execFileSync(TASKSET, ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
@@ -230,6 +274,90 @@ async function wrk(
   const [n, errors, durUs, p50Us, p99Us] = m.slice(1).map(Number) as [number, number, number, number, number];
   if (errors > 0) console.log(`  (wrk: ${errors} errors against ${url})`);
   return { rps: n / (durUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000 };
+}
+
+const longSizes = values['long-sizes'].split(',').map(Number);
+const longRequests = Number(values['long-requests']);
+
+/**
+ * A chat body of about `bytes` bytes shaped like agentic traffic: a system prompt, then user and
+ * assistant turns of a few KiB of word text with newlines, quotes and code (escapes included), the
+ * last turn the user's. Deterministic, so every run sends the same bytes.
+ */
+function longChatBody(bytes: number): string {
+  const words = [
+    'the',
+    'coordinator',
+    'routes',
+    'prefill',
+    'decode',
+    'function',
+    'return',
+    'value',
+    '"quoted"',
+    'cache',
+  ];
+  let seed = 19;
+  const next = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+  const turn = (chars: number): string => {
+    let out = '';
+    while (out.length < chars) {
+      const w = words[next() % words.length]!;
+      out += next() % 17 === 0 ? `${w}\n\tif (x) { y(); }\n` : `${w} `;
+    }
+    return out;
+  };
+  const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: turn(2000) }];
+  const head = { model: MODEL, max_tokens: maxTokens, stream: false };
+  let size = JSON.stringify({ ...head, messages }).length;
+  while (size < bytes) {
+    const m = {
+      role: messages.length % 2 === 1 ? 'user' : 'assistant',
+      content: turn(Math.min(6000, bytes - size)),
+    };
+    messages.push(m);
+    size += JSON.stringify(m).length + 1;
+  }
+  if (messages[messages.length - 1]!.role !== 'user') messages.push({ role: 'user', content: 'Go on.' });
+  return JSON.stringify({ ...head, messages });
+}
+
+/**
+ * CPU ms (user + system, this process) of one `JSON.parse` + `JSON.stringify` of `text`, over 30 runs
+ * after 10 warm-up runs: CPU time like the coordinator's, so a loaded machine's preemption is not counted.
+ */
+function parseStringifyMs(text: string): number {
+  for (let i = 0; i < 10; i++) JSON.stringify(JSON.parse(text));
+  const before = process.cpuUsage();
+  for (let i = 0; i < 30; i++) JSON.stringify(JSON.parse(text));
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / 30;
+}
+
+/** utime + stime of a process, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
+async function cpuTicks(pid: number): Promise<{ user: number; system: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 on
+  return { user: Number(fields[11]), system: Number(fields[12]) };
+}
+function clockTick(): number {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+}
+
+async function postLong(pool: Pool, text: string): Promise<void> {
+  const res = await pool.request({
+    method: 'POST',
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json' },
+    body: text,
+  });
+  const answer = await res.body.text();
+  if (res.statusCode !== 200)
+    throw new Error(`long prompt: unexpected answer ${res.statusCode}: ${answer.slice(0, 200)}`);
 }
 
 const rssKiB = async (pid: number): Promise<number> =>
@@ -434,6 +562,76 @@ try {
       `\nidle streams through the coordinator: ${open}/${idleStreams} open; coordinator RSS ${(before / 1024).toFixed(0)} MiB idle → ` +
         `${(during / 1024).toFixed(0)} MiB with the streams open (${((during - before) / Math.max(1, open)).toFixed(1)} KiB per stream)`,
     );
+  }
+  // 4. long prompts: coordinator CPU per request vs one parse + stringify of the same body
+  if (phases.has('long-prompt')) {
+    const profileDir = values['long-profile'];
+    // sims of their own: a 1 MiB prompt is ~260k simulated tokens, over the default context and cache
+    const longSim = ['--max-model-len', '4000000', '--kv-blocks', '1000000'];
+    const [longPre, longDec] = await Promise.all([sim('prefill', longSim), sim('decode', longSim)]);
+    const longConfig = {
+      ...pdConfig,
+      instances: [
+        { ...pdConfig.instances[0], url: longPre.url },
+        { ...pdConfig.instances[1], url: longDec.url },
+      ],
+      server: { port: 0, maxBodyBytes: 16 * 2 ** 20 },
+    };
+    const longTargets: Array<[string, { url: string; pid: number }]> = [
+      [
+        'motor-pd',
+        profileDir
+          ? await profiledCoordinator('long-pd', longConfig, profileDir)
+          : await coordinator('long-pd', longConfig).then((c) => ({ url: c.url, pid: c.child.pid! })),
+      ],
+    ];
+    if (BASELINE_BIN) {
+      const c = await coordinator('long-base-pd', longConfig, BASELINE_BIN);
+      longTargets.push(['base-pd', { url: c.url, pid: c.child.pid! }]);
+    }
+    const tick = clockTick();
+    report.longPrompt = {};
+    console.log(
+      `\nlong prompts (P/D NIXL handoff, prefix-affinity; ${longRequests} sequential non-stream requests per size, target and round; ` +
+        `load ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')})`,
+    );
+    console.log('size      target      round  coordinator CPU ms/req  parse+stringify ms  ratio');
+    for (const kib of longSizes) {
+      const text = longChatBody(kib * 1024);
+      const pools = new Map(longTargets.map(([n, c]) => [n, new Pool(c.url, { connections: 1 })]));
+      cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
+      for (const p of pools.values()) for (let i = 0; i < 10; i++) await postLong(p, text); // warm-up
+      const ratios = new Map<string, number[]>(longTargets.map(([n]) => [n, []]));
+      const cpu = new Map<string, number[]>(longTargets.map(([n]) => [n, []]));
+      const floors: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const floor = parseStringifyMs(text);
+        floors.push(floor);
+        for (const [n, c] of longTargets) {
+          const before = await cpuTicks(c.pid);
+          for (let i = 0; i < longRequests; i++) await postLong(pools.get(n)!, text);
+          const after = await cpuTicks(c.pid);
+          const msPer = (ticks: number): number => (ticks * (1000 / tick)) / longRequests;
+          const system = msPer(after.system - before.system);
+          const perRequest = msPer(after.user - before.user) + system;
+          cpu.get(n)!.push(perRequest);
+          ratios.get(n)!.push(perRequest / floor);
+          console.log(
+            `${`${(text.length / 1024).toFixed(0)} KiB`.padEnd(9)} ${n.padEnd(11)} ${String(r + 1).padStart(5)} ${perRequest.toFixed(2).padStart(23)} ${floor.toFixed(2).padStart(19)} ${(perRequest / floor).toFixed(2).padStart(6)}   (system ${system.toFixed(2)})`,
+          );
+        }
+      }
+      const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      const row: Record<string, unknown> = { bytes: text.length, parseStringifyMs: floors };
+      for (const [n] of longTargets) {
+        row[n] = { cpuMsPerRequest: cpu.get(n), ratio: ratios.get(n), medianRatio: med(ratios.get(n)!) };
+        console.log(
+          `${(text.length / 1024).toFixed(0)} KiB ${n}: median ratio ${med(ratios.get(n)!).toFixed(2)} (goal ≤ 1.5)`,
+        );
+      }
+      (report.longPrompt as Record<string, unknown>)[`${kib}KiB`] = row;
+    }
+    if (profileDir) console.log(`coordinator CPU profile: written to ${profileDir} when it stops`);
   }
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2));
 } finally {

@@ -14,7 +14,8 @@ export interface UpstreamOptions {
 export interface UpstreamRequest {
   method?: 'POST' | 'GET';
   path: string;
-  body?: string;
+  /** A leg body: serialised, or spliced from the client's bytes (json-splice.ts). */
+  body?: string | Buffer;
   headers?: Record<string, string>;
   signal?: AbortSignal | UpstreamAbort;
   /** An admin-optional engine route (SGLang `/abort_request`): the instance's admin key, else its api key. */

@@ -120,4 +120,38 @@ describe('PrefixIndex', () => {
     idx.forget('a');
     expect(idx.distinctHeads).toBe(0);
   });
+
+  it('recording keeps the LRU order of touching every block last-to-first (random turns, evictions)', () => {
+    // reference: newest first; record touches blocks n-1 … 0, each moved to the front
+    let lru: number[] = [];
+    const capacity = 40;
+    const reference = (hashes: number[]): void => {
+      for (let k = Math.min(hashes.length, capacity) - 1; k >= 0; k--) {
+        lru = lru.filter((h) => h !== hashes[k]);
+        lru.unshift(hashes[k]!);
+      }
+      lru = lru.slice(0, capacity);
+    };
+    const idx = new PrefixIndex({ capacityBlocks: capacity });
+    let seed = 7;
+    const rand = (n: number): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n;
+    // conversations: each turn extends the previous one's text, some restart, some repeat
+    const texts = ['', '', ''];
+    for (let step = 0; step < 300; step++) {
+      const c = rand(texts.length);
+      const r = rand(10);
+      if (r === 0) texts[c] = '';
+      else if (r > 2) texts[c] += String.fromCharCode(97 + c).repeat(64 * (1 + rand(6))) + step;
+      const hashes = textBlockHashes(`conversation ${c}: ${texts[c]}`, 16);
+      idx.record('i', hashes);
+      reference(hashes);
+      expect(idx.size('i')).toBe(lru.length);
+      for (const probe of texts) {
+        const ph = textBlockHashes(`conversation ${texts.indexOf(probe)}: ${probe}`, 16);
+        let held = 0;
+        while (held < ph.length && lru.includes(ph[held]!)) held++;
+        expect(idx.match(ph).get('i') ?? 0).toBe(held);
+      }
+    }
+  });
 });

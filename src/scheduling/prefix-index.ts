@@ -32,6 +32,16 @@ class InstanceBlocks {
     if (!this.oldest) this.oldest = node;
   }
 
+  /** Links `node` (not in the list) right after `at`, or as the newest when `at` is undefined. */
+  insertAfter(at: Node | undefined, node: Node): void {
+    if (at === undefined) return this.pushNewest(node);
+    node.prev = at;
+    node.next = at.next;
+    if (at.next) at.next.prev = node;
+    else this.oldest = node;
+    at.next = node;
+  }
+
   unlink(node: Node): void {
     if (node.prev) node.prev.next = node.next;
     else this.newest = node.next;
@@ -82,7 +92,13 @@ export class PrefixIndex {
     return result;
   }
 
-  /** The instance now holds (or refreshed) these blocks; evicts its least recently used beyond capacity. */
+  /**
+   * The instance now holds (or refreshed) these blocks; evicts its least recently used beyond capacity.
+   * Afterwards block 0 is the newest, then block 1, … — the order touching them last-to-first gives.
+   * The blocks already newest in that order (the same prompt again, or the turn before it) are walked
+   * along the list without a lookup (issue 19: a 1 MB prompt is ~16k blocks); the rest are moved in
+   * after them.
+   */
   record(instanceId: string, hashes: readonly number[]): void {
     if (hashes.length === 0) return;
     let blocks = this.instances.get(instanceId);
@@ -91,19 +107,32 @@ export class PrefixIndex {
       this.instances.set(instanceId, blocks);
     }
     // A prompt longer than the capacity keeps only its head (the tail would be evicted first anyway).
-    for (let k = Math.min(hashes.length, this.capacityBlocks) - 1; k >= 0; k--) {
+    const n = Math.min(hashes.length, this.capacityBlocks);
+    let k = 0;
+    let cursor: Node | undefined; // the last block placed
+    for (let node = blocks.newest; node !== undefined && k < n && node.hash === hashes[k]; node = node.next) {
+      cursor = node;
+      k++;
+    }
+    for (; k < n; k++) {
       const hash = hashes[k]!;
       let node = blocks.nodes.get(hash);
-      if (node) blocks.touch(node);
-      else {
+      if (node !== undefined && node === cursor) continue; // (a repeated hash)
+      const next = cursor === undefined ? blocks.newest : cursor.next;
+      if (node === undefined) {
         node = { hash, head: false, prev: undefined, next: undefined };
         blocks.nodes.set(hash, node);
-        blocks.pushNewest(node);
+        blocks.insertAfter(cursor, node);
+      } else if (node !== next) {
+        blocks.unlink(node);
+        blocks.insertAfter(cursor, node);
       }
-      if (k === 0 && !node.head) {
-        node.head = true;
-        this.addHead(hash, instanceId);
-      }
+      cursor = node;
+    }
+    const head = blocks.nodes.get(hashes[0]!)!;
+    if (!head.head) {
+      head.head = true;
+      this.addHead(hashes[0]!, instanceId);
     }
     while (blocks.nodes.size > this.capacityBlocks) {
       const oldest = blocks.oldest!;

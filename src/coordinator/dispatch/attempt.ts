@@ -109,6 +109,7 @@ export class Attempt {
   open(instance: Instance, role: LegRole, input: LegInput): Leg {
     const { source, transports, scheduling, upstreams } = this.services;
     const transport = transports.for(instance);
+    input.source ??= this.session.client.source; // leg bodies spliced from the client's bytes
     const request = transport.request(instance, input);
     request.headers[HOP_HEADER] = this.session.hops ?? LOCAL_HOP_ID;
     const claim = source.acquire ? source.acquire(instance) : () => {};

@@ -1,4 +1,3 @@
-import { stringifyWithBigInt } from '../../common/json-bigint.js';
 import {
   DEFAULT_HANDOFF_TTL_MS,
   engineAdapterFor,
@@ -9,7 +8,7 @@ import { buildPrefillResult, type PrefillResult } from '../../protocol/index.js'
 import type { Instance } from '../instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
-import type { AttemptIds, LegInput, LegRequest } from './leg-request.js';
+import { legBodyText, type AttemptIds, type LegInput, type LegRequest } from './leg-request.js';
 import {
   prefillProtocolError,
   type LegTransport,
@@ -45,7 +44,7 @@ export class DirectTransport implements LegTransport {
     });
     if (!built.ok) throw new MotorError('internal', `${instance.id}: ${built.message}`);
     return {
-      body: stringifyWithBigInt(built.body),
+      body: legBodyText(built.body, input.source),
       headers: { ...built.headers, 'x-request-id': input.dispatch.engine_request_id },
     };
   }

@@ -1,3 +1,5 @@
+import { checkJsonShape } from '../../common/json-shape.js';
+import { jsonSource } from '../../common/json-splice.js';
 import { once } from 'node:events';
 import {
   createServer,
@@ -219,9 +221,14 @@ export class DispatchHarness {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>;
-        // (the gateway validated it; dispatch does not import the gateway)
+        const bytes = Buffer.concat(chunks);
+        const members: number[] = [];
+        checkJsonShape(bytes, { maxDepth: Infinity, maxKeys: Infinity }, members);
+        const body = JSON.parse(bytes.toString()) as Record<string, unknown>;
+        // (the gateway validated it; dispatch does not import the gateway) Legs are spliced from its
+        // bytes, as behind the gateway (json-splice.ts)
         const client: ClientRequest = {
+          source: jsonSource(bytes, members, body),
           kind: 'chat',
           body,
           model: String(body.model),
@@ -273,7 +280,7 @@ export class DispatchHarness {
 
   /** One upstream request: the engine script decides; an abort closes it like undici does. */
   private leg(instance: Instance, req: UpstreamRequest): Promise<ResponseData> {
-    const body = JSON.parse(req.body ?? '{}') as Record<string, unknown>;
+    const body = JSON.parse(req.body?.toString() ?? '{}') as Record<string, unknown>;
     const envelope = body._motor_dispatch as { role?: string } | undefined;
     const call: LegCall = {
       instanceId: instance.id,

@@ -1,3 +1,5 @@
+import { stringifyWithBigInt } from '../../common/json-bigint.js';
+import { spliceJson, type JsonSource } from '../../common/json-splice.js';
 import type { BootstrapAddress, MetaserverKvFields } from '../../engine-adapters/index.js';
 import {
   MOTOR_DISPATCH_SCHEMA_VERSION,
@@ -57,6 +59,8 @@ export function dispatchFor(ids: AttemptIds, role: LegRole, route: Route): Motor
 export interface LegInput {
   /** Client body, already shaped for the leg (prefill legs: `prefillShapedBody`). */
   body: Record<string, unknown>;
+  /** The client's bytes the leg body is spliced from (set by `Attempt.open`); absent: serialised whole. */
+  source?: JsonSource | null;
   dispatch: MotorDispatch;
   prefillResult?: PrefillResult | null;
   /** Direct trigger decode: the coordinator's own metaserver URL. */
@@ -68,6 +72,17 @@ export interface LegInput {
 
 /** One leg as sent: the serialised body and its headers (`x-request-id`, engine headers). */
 export interface LegRequest {
-  body: string;
+  body: string | Buffer;
   headers: Record<string, string>;
+}
+
+/**
+ * A leg's body as sent: spliced from the client's bytes when the leg has them (the members the leg
+ * keeps are copied, the ones it adds or changes serialised: issue 19), else serialised whole.
+ */
+export function legBodyText(
+  body: Record<string, unknown>,
+  source: JsonSource | null | undefined,
+): string | Buffer {
+  return source ? spliceJson(source, body) : stringifyWithBigInt(body);
 }

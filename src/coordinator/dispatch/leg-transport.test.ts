@@ -145,7 +145,7 @@ describe('LegTransport.request', () => {
       dispatch: dispatchFor(ids, 'decode', r),
       prefillResult: result(),
     });
-    const body = JSON.parse(req.body) as Record<string, unknown>;
+    const body = JSON.parse(req.body.toString()) as Record<string, unknown>;
     expect(req.headers['x-request-id']).toBe('req-1#a1');
     expect(body.model).toBe('m');
     for (const key of present) expect(body).toHaveProperty(key);

@@ -84,6 +84,7 @@ export function completionsRoute(
         if (err instanceof MotorError) return refuse(res, path, err);
         throw err;
       }
+      client.source = body.source;
       applyCacheSalt(client.body, salter(req, apiKey));
       const session = req.headers['x-session-id'];
       await deps.dispatcher.serve(

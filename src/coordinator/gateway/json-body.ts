@@ -2,13 +2,15 @@ import type { IncomingMessage } from 'node:http';
 import type { BodyAllowance, BodyReader } from '../../common/body-reader.js';
 import { frameErrors } from '../../common/frame-errors.js';
 import { HttpError, type ThrowableHttpError } from '../../common/http-error.js';
+import { jsonSource, type JsonSource } from '../../common/json-splice.js';
 import { ERROR_CODES, MotorError, type MotorErrorCode } from '../../common/motor-error.js';
 
 export interface BodyRefusal {
   error: MotorError;
   headers?: Readonly<Record<string, string>>;
 }
-export type JsonBody = { value: unknown } | BodyRefusal;
+/** The parsed body and, when its bytes can stand for it, its source for splicing leg bodies. */
+export type JsonBody = { value: unknown; source: JsonSource | null } | BodyRefusal;
 
 /** The gateway's body refusals, each naming the setting that decides it (not mistaken for an engine's). */
 export const GATEWAY_BODY_ERRORS = frameErrors({
@@ -42,7 +44,8 @@ export function bodyRefusal(err: ThrowableHttpError): BodyRefusal {
  * The parsed body, or the refusal to answer with as a `MotorError` (413 with `connection: close`,
  * 413 for too many keys, 400 for invalid or too deeply nested JSON, 503 when a chunked body outgrows
  * `allowance`), so routes count it like their other refusals. A client gone mid-body throws
- * `ClientGoneError`: the HTTP frame destroys the response.
+ * `ClientGoneError`: the HTTP frame destroys the response. The body's bytes are kept as its
+ * `JsonSource` (json-splice.ts): legs copy them instead of serialising the body again.
  */
 export async function readJsonBody(
   bodies: BodyReader,
@@ -50,7 +53,10 @@ export async function readJsonBody(
   allowance?: BodyAllowance,
 ): Promise<JsonBody> {
   try {
-    return { value: await bodies.json(req, allowance) };
+    const bytes = await bodies.raw(req, allowance);
+    const members: number[] = [];
+    const value = bodies.parseJson(bytes, members);
+    return { value, source: jsonSource(bytes, members, value) };
   } catch (err) {
     if (!(err instanceof HttpError)) throw err;
     return bodyRefusal(err);
