@@ -457,7 +457,9 @@ try {
   } else if (!WRK)
     console.log('\nwrk not found: skipping throughput. Install it with `apt-get install -y wrk`.');
   else {
-    for (const c of [union, pre, dec, single, pd]) pin(c.child.pid, '0');
+    // every coordinator on core 0 (the baseline's too: unpinned it would share wrk's core)
+    const servers = [union, pre, dec, single, pd, baseSingle, basePd].filter((c) => c !== null);
+    for (const c of servers) pin(c.child.pid, '0');
     pin(nginx?.proc.pid, '0');
     if (nginx)
       execFileSync('sh', [
@@ -493,12 +495,12 @@ try {
           `${mode.padEnd(29)} ${n.padEnd(12)} ${v.rps.toFixed(0).padStart(7)} ${v.p50.toFixed(2).padStart(9)} ${v.p99.toFixed(2).padStart(9)}   ${v.runs.join(' ')}`,
         );
     if (nginx) {
-      for (const mode of Object.keys(tput))
-        console.log(
-          `${mode}: motor-single / nginx = ${((100 * tput[mode]!['motor-single']!.rps) / tput[mode]!.nginx!.rps).toFixed(0)} %`,
-        );
+      for (const [mode, rows] of Object.entries(tput))
+        for (const [n, v] of Object.entries(rows))
+          if (n !== 'nginx' && n !== 'direct')
+            console.log(`${mode}: ${n} / nginx = ${((100 * v.rps) / rows.nginx!.rps).toFixed(0)} %`);
     }
-    for (const c of [union, pre, dec, single, pd]) pin(c.child.pid, '0,1');
+    for (const c of servers) pin(c.child.pid, '0,1');
   }
 
   // 3. memory of idle streams through the coordinator
