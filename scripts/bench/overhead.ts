@@ -8,7 +8,7 @@
  * 1. Added latency per request: sequential requests (concurrency 1) after `--warmup` requests per
  *    target and mode, targets alternating round by round; p50/p99 over all samples, minus direct. Non-stream and stream.
  * 2. Max throughput with wrk (servers pinned to core 0, wrk to core 1 with taskset): non-stream, and
- *    streaming with 1,000 concurrent streams.
+ *    streaming with 1,000 concurrent streams; and each proxy's own CPU per request from /proc (steady under load).
  * 3. Memory of N concurrent idle streams through the coordinator (sim with a 10-minute ITL: the
  *    first token arrives, then the stream idles): coordinator RSS before and with N open.
  * 4. Long prompts (issue 19, phase `long-prompt`): a P/D coordinator of its own (direct NIXL handoff,
@@ -244,7 +244,7 @@ async function wrk(
   stream: boolean,
   conns: number,
   seconds = durationS,
-): Promise<{ rps: number; p50: number; p99: number }> {
+): Promise<{ rps: number; p50: number; p99: number; requests: number }> {
   const script = join(dir, `wrk-${stream}.lua`);
   await writeFile(
     script,
@@ -273,7 +273,7 @@ async function wrk(
   if (!m) throw new Error(`wrk output not understood:\n${out}`);
   const [n, errors, durUs, p50Us, p99Us] = m.slice(1).map(Number) as [number, number, number, number, number];
   if (errors > 0) console.log(`  (wrk: ${errors} errors against ${url})`);
-  return { rps: n / (durUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000 };
+  return { rps: n / (durUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000, requests: n };
 }
 
 const longSizes = values['long-sizes'].split(',').map(Number);
@@ -359,6 +359,16 @@ async function postLong(pool: Pool, text: string): Promise<void> {
   if (res.statusCode !== 200)
     throw new Error(`long prompt: unexpected answer ${res.statusCode}: ${answer.slice(0, 200)}`);
 }
+
+/** CPU time (user + system, ms) some processes have used so far, all threads. */
+const cpuMs = async (pids: number[]): Promise<number> => {
+  let ticks = 0;
+  for (const pid of pids) {
+    const { user, system } = await cpuTicks(pid);
+    ticks += user + system;
+  }
+  return (ticks * 1000) / clockTick();
+};
 
 const rssKiB = async (pid: number): Promise<number> =>
   Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]);
@@ -468,7 +478,24 @@ try {
       ]);
     // One wrk run swings by ±30 % on this shared machine: targets take turns, run after run, and
     // the median run of each counts (every run's req/s is kept in the report).
-    type Run = { rps: number; p50: number; p99: number };
+    // Proxy CPU per request (the target's own processes, /proc): unlike req/s it barely moves when
+    // other work shares the machine. direct: the sim; motor-*: the coordinator; nginx: its workers.
+    const nginxWorkers = nginx
+      ? execFileSync('pgrep', ['-P', String(nginx.proc.pid)], { encoding: 'utf8' })
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number)
+      : [];
+    const pidsOf: Record<string, number[]> = {
+      direct: [union.child.pid!],
+      'motor-single': [single.child.pid!],
+      'motor-pd': [pd.child.pid!],
+      ...(baseSingle && basePd
+        ? { 'base-single': [baseSingle.child.pid!], 'base-pd': [basePd.child.pid!] }
+        : {}),
+      nginx: nginxWorkers,
+    };
+    type Run = { rps: number; p50: number; p99: number; cpuUsPerReq: number };
     const tput: Record<string, Record<string, Run & { runs: number[] }>> = {};
     for (const [mode, stream, conns] of [
       ['non-stream', false, connections],
@@ -477,22 +504,34 @@ try {
       const runs = new Map<string, Run[]>(targets.map(([n]) => [n, []]));
       for (const [, u] of targets) await wrk(u, stream, conns, 2); // warm-up
       for (let r = 0; r < tputRuns; r++)
-        for (const [n, u] of targets) runs.get(n)!.push(await wrk(u, stream, conns));
+        for (const [n, u] of targets) {
+          const cpu0 = await cpuMs(pidsOf[n] ?? []);
+          const w = await wrk(u, stream, conns);
+          const cpuUsPerReq = (((await cpuMs(pidsOf[n] ?? [])) - cpu0) * 1000) / Math.max(1, w.requests);
+          runs.get(n)!.push({ ...w, cpuUsPerReq });
+        }
       tput[mode] = {};
       for (const [n, rs] of runs) {
         const median = [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)]!;
-        tput[mode][n] = { ...median, runs: rs.map((x) => Math.round(x.rps)) };
+        const cpus = rs.map((x) => x.cpuUsPerReq).sort((a, b) => a - b);
+        tput[mode][n] = {
+          ...median,
+          cpuUsPerReq: cpus[Math.floor(cpus.length / 2)]!,
+          runs: rs.map((x) => Math.round(x.rps)),
+        };
       }
     }
     report.throughput = tput;
     console.log(
       `\nthroughput (wrk -t1, median of ${tputRuns} × ${durationS} s per target, servers pinned to core 0, wrk to core 1${TASKSET ? '' : ' — taskset missing, not pinned'})`,
     );
-    console.log('mode                          target        req/s    p50 ms    p99 ms   runs (req/s)');
+    console.log(
+      'mode                          target        req/s    p50 ms    p99 ms  CPU µs/req   runs (req/s)',
+    );
     for (const [mode, rows] of Object.entries(tput))
       for (const [n, v] of Object.entries(rows))
         console.log(
-          `${mode.padEnd(29)} ${n.padEnd(12)} ${v.rps.toFixed(0).padStart(7)} ${v.p50.toFixed(2).padStart(9)} ${v.p99.toFixed(2).padStart(9)}   ${v.runs.join(' ')}`,
+          `${mode.padEnd(29)} ${n.padEnd(12)} ${v.rps.toFixed(0).padStart(7)} ${v.p50.toFixed(2).padStart(9)} ${v.p99.toFixed(2).padStart(9)} ${v.cpuUsPerReq.toFixed(0).padStart(11)}   ${v.runs.join(' ')}`,
         );
     if (nginx) {
       for (const [mode, rows] of Object.entries(tput))

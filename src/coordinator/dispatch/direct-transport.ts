@@ -4,7 +4,11 @@ import {
   handoffTtlMs,
   type LegKind,
 } from '../../engine-adapters/index.js';
-import { buildPrefillResult, type PrefillResult } from '../../protocol/index.js';
+import {
+  MOTOR_DISPATCH_SCHEMA_VERSION,
+  PREFILL_RESULT_OBJECT,
+  type PrefillResult,
+} from '../../protocol/index.js';
 import type { Instance } from '../instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
@@ -49,7 +53,12 @@ export class DirectTransport implements LegTransport {
     };
   }
 
-  /** The engine's own prefill answer, reduced by its adapter, as a completed (or skipped) PrefillResult. */
+  /**
+   * The engine's own prefill answer, reduced by its adapter, as a completed (or skipped)
+   * PrefillResult. Built as a literal in the schema's key order: every field is Motor's own or the
+   * adapter's checked object, so the schema parse `buildPrefillResult` would run (a copy of the
+   * payload, per P/D request) is done by the unit test (leg-transport.test.ts).
+   */
   prefillResult(
     instance: Instance,
     json: unknown,
@@ -59,7 +68,9 @@ export class DirectTransport implements LegTransport {
     const parsed = engineAdapterFor(instance.engine).parsePrefillResponse(PREFILL_LEG[flow], json);
     if (!parsed.ok) return prefillProtocolError(instance, parsed.message);
     const skipped = parsed.skipped === true;
-    return buildPrefillResult({
+    return {
+      object: PREFILL_RESULT_OBJECT,
+      schema_version: MOTOR_DISPATCH_SCHEMA_VERSION,
       root_request_id: ids.rootRequestId,
       engine_request_id: ids.engineRequestId,
       pair_id: ids.pairId,
@@ -72,7 +83,7 @@ export class DirectTransport implements LegTransport {
         flow === 'handoff' && !skipped
           ? Date.now() + handoffTtlMs(parsed.payload, DEFAULT_HANDOFF_TTL_MS)
           : null,
-    });
+    };
   }
 
   /** Closing the connection (the leg abort) is how vLLM aborts; SGLang also gets its abort call. */

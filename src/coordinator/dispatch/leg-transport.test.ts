@@ -115,6 +115,22 @@ describe('LegTransport.prefillResult', () => {
   });
 });
 
+describe('DirectTransport.prefillResult: its literal is what the schema builds', () => {
+  it.each<[string, Instance, PdFlow, unknown]>([
+    ['vLLM handoff', vllmP!, 'handoff', { kv_transfer_params: { a: 1 }, usage: { prompt_tokens: 3 } }],
+    ['vLLM handoff, lease connector', vllmP!, 'handoff', { kv_transfer_params: { transfer_mode: 'pull' } }],
+    ['vLLM handoff skipped', vllmP!, 'handoff', { kv_transfer_params: null }],
+    ['vLLM trigger', vllmP!, 'trigger', { kv_transfer_params: { b: 2 } }],
+    ['SGLang bootstrap', sglangP!, 'bootstrap', { usage: { prompt_tokens: 3 } }],
+  ])('%s', (_name, instance, flow, json) => {
+    const r = transports.for(instance).prefillResult(instance, json, ids, flow) as PrefillResult;
+    expect(r).not.toBeInstanceOf(MotorError);
+    const built = buildPrefillResult(r);
+    expect(r).toStrictEqual(built);
+    expect(Object.keys(r)).toEqual(Object.keys(built));
+  });
+});
+
 describe('LegTransport.request', () => {
   const route = (prefill: Instance, decode: Instance): PdRoute => ({
     kind: 'pd',
