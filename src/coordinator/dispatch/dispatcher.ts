@@ -143,6 +143,7 @@ export class Dispatcher {
         if (attempt === null) break;
         const outcome = await this.run(attempt, plan);
         if (outcome === null) return;
+        session.schedulingRequest.kvPrediction?.release?.(); // its blocks will not be stored there
         plan.lastError = outcome;
         if (outputStarted(session)) {
           if (!this.migrateAfter(outcome, plan, session)) break;
