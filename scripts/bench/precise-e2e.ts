@@ -209,7 +209,7 @@ try {
       for (const p of [chat, trace].filter((x) =>
         String(flags['replica-workloads']).split(',').includes(x.name),
       ))
-        for (const policy of policies.filter((x) => x === 'approximate' || x === 'precise'))
+        for (const policy of policies.filter((x) => x === 'approximate' || x.startsWith('precise')))
           await phase(run, p, policy, 2);
   }
 } finally {
