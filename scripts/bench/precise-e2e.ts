@@ -4,8 +4,9 @@
  * Qwen3 tokenizer and hashing blocks as vLLM does, the prefills publishing KV events; real
  * `motor coordinator`s; the `motor bench` library as the client. Per run:
  *
- * 1. shared-prefix multi-turn chat, one coordinator per policy (precise-prefix on the events,
- *    approximate prefix-affinity on routed history, least-load, round-robin), sims restarted between;
+ * 1. shared-prefix multi-turn chat, one coordinator per policy (precise-prefix on the events and its
+ *    own in-flight routes, precise-events on the events alone, approximate prefix-affinity on routed
+ *    history, least-load, round-robin), sims restarted between;
  * 2. a multi-turn Mooncake-format trace (precise-trace.ts, deterministic) replayed at its arrivals,
  *    the same policies;
  * 3. approximate and precise again on the chat workload with two coordinator replicas behind a
@@ -209,7 +210,7 @@ try {
       for (const p of [chat, trace].filter((x) =>
         String(flags['replica-workloads']).split(',').includes(x.name),
       ))
-        for (const policy of policies.filter((x) => x === 'approximate' || x === 'precise'))
+        for (const policy of policies.filter((x) => x === 'approximate' || x.startsWith('precise')))
           await phase(run, p, policy, 2);
   }
 } finally {

@@ -38,8 +38,16 @@ export const KV_HASH = {
   ],
 };
 
-export type Policy = 'precise' | 'approximate' | 'least-load' | 'round-robin';
-export const POLICIES: readonly Policy[] = ['precise', 'approximate', 'least-load', 'round-robin'];
+/** `precise-events`: precise-prefix on the events alone (`kvEvents.inflightTtlMs: 0`, no in-flight overlay). */
+export type Policy = 'precise' | 'precise-events' | 'approximate' | 'least-load' | 'round-robin';
+export const POLICIES: readonly Policy[] = [
+  'precise',
+  'precise-events',
+  'approximate',
+  'least-load',
+  'round-robin',
+];
+const onEvents = (policy: Policy): boolean => policy === 'precise' || policy === 'precise-events';
 
 function simArgs(role: 'prefill' | 'decode', z: SimSizing): string[] {
   const common = [
@@ -94,7 +102,7 @@ function kvEndpointsOf(sim: MotorChild): { endpoint: string; replayEndpoint: str
 function schedulingFor(policy: Policy, kvBlocks: number): Record<string, unknown> {
   if (policy === 'least-load' || policy === 'round-robin') return { policy };
   // both affinity scorers: the routed-history index mirrors the engines' capacity (16-token blocks)
-  const type = policy === 'precise' ? 'precise-prefix' : 'prefix-affinity';
+  const type = onEvents(policy) ? 'precise-prefix' : 'prefix-affinity';
   return {
     policy: 'prefix-affinity',
     prefill: { scorers: [{ type, params: { capacityBlocks: kvBlocks } }], picker: { type: 'max-score' } },
@@ -139,7 +147,7 @@ export async function startFleet(policy: Policy, replicas: 1 | 2, z: SimSizing, 
         kvTransferConfig: NIXL,
         models: [MODEL],
         // the approximate policy gets no events: it routes on its own routed history only
-        ...(policy === 'precise'
+        ...(onEvents(policy)
           ? {
               kvEvents: {
                 endpoint: prefillEvents[i]!.endpoint,
@@ -164,7 +172,8 @@ export async function startFleet(policy: Policy, replicas: 1 | 2, z: SimSizing, 
         server: { port: 0 },
         instances,
         scheduling: schedulingFor(policy, z.kvBlocks),
-        ...(policy === 'precise' ? { kvHash: KV_HASH } : {}),
+        ...(onEvents(policy) ? { kvHash: KV_HASH } : {}),
+        ...(policy === 'precise-events' ? { kvEvents: { inflightTtlMs: 0 } } : {}),
         timeouts: { firstTokenMs: 120_000 },
         observability: { accessLog: false },
       }),

@@ -51,6 +51,15 @@ export const kvEventsSection = z
       .min(1)
       .default(KV_EVENTS_DEFAULTS.reconnectMs)
       .describe('wait before re-subscribing after an event stream failed (ms)'),
+    inflightTtlMs: z
+      .int()
+      .min(0)
+      .default(KV_EVENTS_DEFAULTS.inflightTtlMs)
+      .describe(
+        "`precise-prefix` routing: a request's prompt blocks count as held on the instance this coordinator " +
+          "routed it to until that engine's events store them, the request fails, or this long passes (ms; " +
+          'at most `maxIndexedBlocks` such blocks); 0 = route on the events alone. Each coordinator sees only its own routes',
+      ),
   })
   .prefault({})
   .describe('the global KV block index fed by the instances that set `kvEvents`');

@@ -79,5 +79,8 @@ export async function startKvPredictor(
     { groups: config.kvHash.groups.map((g) => g.name) },
     'KV events: block hashes computed for routing',
   );
-  return new KvPredictor(keys, hub, log);
+  return new KvPredictor(keys, hub, log, {
+    inflightTtlMs: config.kvEvents.inflightTtlMs,
+    maxInflightBlocks: config.kvEvents.maxIndexedBlocks,
+  });
 }

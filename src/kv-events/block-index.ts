@@ -17,6 +17,8 @@ export class BlockIndex {
   private readonly byInstance = new Map<string, Set<BlockKey>>();
   /** Blocks forgotten to stay under `maxBlocks`. */
   evicted = 0;
+  /** Told of every store (the in-flight overlay of precise routing confirms its expectations). */
+  onStored: ((instance: string, keys: readonly BlockKey[]) => void) | null = null;
 
   constructor(readonly maxBlocks: number = KV_EVENTS_DEFAULTS.maxIndexedBlocks) {
     if (!Number.isSafeInteger(maxBlocks) || maxBlocks < 1) throw new Error('maxBlocks must be ≥ 1');
@@ -55,6 +57,7 @@ export class BlockIndex {
       for (const id of ids) this.byInstance.get(id)?.delete(oldest);
       this.evicted++;
     }
+    this.onStored?.(instance, keys);
   }
 
   remove(instance: string, keys: readonly BlockKey[]): void {

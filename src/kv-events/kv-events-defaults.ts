@@ -7,4 +7,6 @@ export const KV_EVENTS_DEFAULTS = {
   maxIndexedBlocks: 131_072,
   replayTimeoutMs: 2_000,
   reconnectMs: 1_000,
+  /** A routed request's blocks count as held on its instance this long before its events show them. */
+  inflightTtlMs: 30_000,
 } as const;

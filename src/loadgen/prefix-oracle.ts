@@ -52,14 +52,18 @@ function cachedPrefix(cache: LruBlocks, rec: TraceRecord): number {
 }
 
 /**
- * The offline upper bound of the prefix-cache hit rate over a trace: every instance keeps an LRU of
- * `capacityBlocks` blocks, and each request goes to the instance holding its longest cached prefix
- * (ties: the instance with fewest requests so far, then the lowest index), which then holds all of
- * its blocks. A partial last block counts with the tokens it has (a later request with the same id
- * there hits those; an engine caches at its own, finer block size). Hash ids are taken as
- * prefix-chained, as Mooncake's traces are. It knows the whole cache state, never mispredicts and
- * ignores timing and the engine's last-token recompute: a router on the same fleet cannot beat it
- * (except by luck of ties).
+ * Greedy longest-cached-prefix routing replayed offline — a reference hit rate, NOT an upper bound.
+ * Every instance keeps an LRU of `capacityBlocks` blocks, and each request goes to the instance
+ * holding its longest cached prefix (ties: the instance with fewest requests so far, then the lowest
+ * index), which then holds all of its blocks. A partial last block counts with the tokens it has (a
+ * later request with the same id there hits those; an engine caches at its own, finer block size).
+ * Hash ids are taken as prefix-chained, as Mooncake's traces are. It knows the whole cache state,
+ * never mispredicts and ignores timing, load and the engine's last-token recompute — but it is greedy
+ * per request: when requests share a first block, every one of them goes to the instance that holds
+ * it, so that instance's cache thrashes while the others stay empty, and a router that spreads
+ * conversations (by load, say) can hit more (measured: docs/BENCHMARKS.md, "Precise KV routing").
+ * With `instances: 1` and the fleet's total capacity it is the pooled-cache reference: one LRU of
+ * all the fleet's blocks, no block held twice — not a bound either (LRU is not the optimal eviction).
  */
 export function prefixOracle(records: readonly TraceRecord[], opts: OracleOptions): OracleResult {
   if (!Number.isSafeInteger(opts.instances) || opts.instances < 1)

@@ -56,8 +56,10 @@ export type PrefixAffinityParams = z.output<typeof prefixAffinityParams>;
 
 /**
  * The affinity scorer. With `precise`, an instance's cached tokens are the request's
- * `kvPrediction` (the engines' KV events, exact token count) where known; the routed-history estimate
- * otherwise — so an instance without events, or a prompt without block keys, scores as before.
+ * `kvPrediction` (the engines' KV events, exact token count, plus the blocks of this coordinator's
+ * requests routed there and not yet in its events) where known; the routed-history estimate
+ * otherwise — so an instance without events, or a prompt without block keys, scores as before. The
+ * pick is reported back to the prediction (`routed`), which records the in-flight blocks.
  */
 export function createAffinityScorer(
   params: PrefixAffinityParams,
@@ -74,6 +76,7 @@ export function createAffinityScorer(
       const matches = index.match(hashes);
       const kv = precise ? ctx.request.kvPrediction : undefined;
       const predicted = kv?.cachedTokens;
+      const expected = kv?.expectedCachedTokens;
       const promptTokens = Math.max(0, kv?.promptTokens ?? ctx.request.promptTokens);
       // Engines compute at least one token, so at most promptTokens - 1 can hit.
       const maxCached = Math.max(0, promptTokens - 1);
@@ -89,7 +92,8 @@ export function createAffinityScorer(
         const w = instanceWeight(instance);
         const load = loadTracker.get(instance.id);
         const matched = matches.get(instance.id) ?? 0;
-        let cached = predicted?.get(instance.id) ?? Math.min(maxCached, matched * bs);
+        let cached =
+          expected?.get(instance.id) ?? predicted?.get(instance.id) ?? Math.min(maxCached, matched * bs);
         if (load.inflightRequests / w > guard) cached = 0;
         if (cached > 0) ctx.noteCachedTokens(instance.id, cached);
         const cost =
@@ -102,6 +106,7 @@ export function createAffinityScorer(
     },
     onPicked: (ctx, instance) => {
       index.record(instance.id, ctx.blockHashes(bs));
+      if (precise) ctx.request.kvPrediction?.routed?.(instance.id);
     },
     forget: (instanceId) => index.forget(instanceId),
   };

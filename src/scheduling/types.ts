@@ -51,7 +51,17 @@ export interface SchedulingRequest {
 
 export interface KvPrediction {
   readonly promptTokens: number;
+  /** What the events say each instance holds now (what its engine will report, `motor doctor`). */
   readonly cachedTokens: ReadonlyMap<string, number>;
+  /**
+   * Routing only: per instance where it is more, the cached tokens once this coordinator's requests
+   * routed there and not yet seen in its events are prefilled (events ∪ in flight).
+   */
+  readonly expectedCachedTokens?: ReadonlyMap<string, number>;
+  /** The request was routed to `instanceId`: its blocks are expected there until events show them. */
+  routed?(instanceId: string): void;
+  /** The request failed or was cancelled: what it was expected to store is no longer expected. */
+  release?(): void;
 }
 
 /** A P/D pair sharing `plan`. */

@@ -126,7 +126,11 @@ export class Dispatcher {
       sink: new ClientSink(res, rootRequestId, client.stream),
       cancellation,
       obs,
-      schedulingRequest: kvPrediction ? { ...schedulingRequest, kvPrediction } : schedulingRequest,
+      // with a prediction the prompt's length is known in the model's own tokens: load (pending prefill
+      // tokens) is then counted in the same unit as the predicted cached tokens subtracted from it
+      schedulingRequest: kvPrediction
+        ? { ...schedulingRequest, promptTokens: kvPrediction.promptTokens, kvPrediction }
+        : schedulingRequest,
       rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
       hops: nextHops(res.req.headers[HOP_HEADER]),
       migration: new Migration(client, config.migration.maxPerRequest, obs, config.migration.nonStreamLegs),
@@ -143,6 +147,7 @@ export class Dispatcher {
         if (attempt === null) break;
         const outcome = await this.run(attempt, plan);
         if (outcome === null) return;
+        session.schedulingRequest.kvPrediction?.release?.(); // its blocks will not be stored there
         plan.lastError = outcome;
         if (outputStarted(session)) {
           if (!this.migrateAfter(outcome, plan, session)) break;
