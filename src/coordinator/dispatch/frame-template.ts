@@ -14,6 +14,7 @@ export class FrameTemplate {
   private readonly prefixWords: Uint32Array;
   private readonly suffixWords: Uint32Array;
 
+  /** `prefix`, `suffix`: views of the frame it was learnt from (a template lives as long as its answer's frames). */
   private constructor(
     private readonly prefix: Buffer,
     private readonly suffix: Buffer,
@@ -34,8 +35,12 @@ export class FrameTemplate {
     const close = closingQuote(frame, open + 1);
     // (a suffix ending in a newline would put a separator inside the next frame's match)
     if (close < 0 || frame[frame.length - 1] === 0x0a) return null;
-    // copies: the frames' buffer is the answer's, short-lived; a template is too
-    return new FrameTemplate(Buffer.from(frame.subarray(0, open)), Buffer.from(frame.subarray(close + 1)));
+    return new FrameTemplate(frame.subarray(0, open), frame.subarray(close + 1));
+  }
+
+  /** Whether `other` has the same bytes around its value. */
+  sameAs(other: FrameTemplate): boolean {
+    return this.prefix.equals(other.prefix) && this.suffix.equals(other.suffix);
   }
 
   /** The frame's JSON payload with the probe in place of the value (its first 6 bytes: `data: `). */
@@ -88,7 +93,8 @@ export class FrameTemplate {
 
 function wordsOf(bytes: Buffer): Uint32Array {
   const words = new Uint32Array(bytes.length >>> 2);
-  for (let k = 0; k < words.length; k++) words[k] = bytes.readUInt32LE(k * 4);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  for (let k = 0; k < words.length; k++) words[k] = view.getUint32(k * 4, true);
   return words;
 }
 
