@@ -79,6 +79,14 @@ const MOTOR_MARK_BYTES = Buffer.from(MOTOR_MARK);
 const KV_MARK_BYTES = Buffer.from(KV_MARK);
 const TOKEN_IDS_MARK_BYTES = Buffer.from(TOKEN_IDS_MARK);
 
+/** The markers `mayCarryClientForbiddenFields` looks for, for a one-pass scan of several marker sets. */
+export function clientForbiddenMarks(scope: ClientFieldScope, stripTokenIds: boolean): Buffer[] {
+  const marks = [KV_MARK_BYTES];
+  if (scope === 'coordinator') marks.push(MOTOR_MARK_BYTES);
+  if (stripTokenIds) marks.push(TOKEN_IDS_MARK_BYTES);
+  return marks;
+}
+
 /** Whether these bytes may hold a field a client must not get (false: relay them as they are). */
 export function mayCarryClientForbiddenFields(
   buf: Buffer,

@@ -34,6 +34,7 @@ export {
   type RequestIdForm,
 } from './engine-request-id.js';
 export {
+  clientForbiddenMarks,
   mayCarryClientForbiddenFields,
   stripClientForbiddenFields,
   type ClientFieldScope,

@@ -1,5 +1,10 @@
 import { isPlainObject } from '../../common/http.js';
-import { mayCarryClientForbiddenFields, stripClientForbiddenFields } from '../../engine-adapters/index.js';
+import {
+  clientForbiddenMarks,
+  mayCarryClientForbiddenFields,
+  stripClientForbiddenFields,
+} from '../../engine-adapters/index.js';
+import { MarkerScan } from './marker-scan.js';
 import { isRecomputed, RECOMPUTED_MARK } from './recompute.js';
 
 export interface ResponseRewrite {
@@ -38,6 +43,20 @@ export function needsRewrite(buf: Buffer, rw: ResponseRewrite): boolean {
     (rw.cachedTokens !== null && buf.includes(MARK_USAGE))
   );
 }
+
+/**
+ * What `SseRelay` looks for in a chunk — its own markers and `needsRewrite`'s — as one scan for each
+ * of the four rewrite configurations (looked up per chunk: the prefill's cached tokens may arrive
+ * while the decode leg streams, prefill-result.ts).
+ */
+const RELAY_SCANS: readonly MarkerScan[] = [0, 1, 2, 3].map((key) => {
+  const stripTokenIds = (key & 1) !== 0;
+  const marks = [DONE, ERROR_PREFIX, RECOMPUTED_MARK, ...clientForbiddenMarks('coordinator', stripTokenIds)];
+  if ((key & 2) !== 0) marks.push(MARK_USAGE);
+  return new MarkerScan(marks);
+});
+const relayScanFor = (rw: ResponseRewrite): MarkerScan =>
+  RELAY_SCANS[(rw.stripTokenIds ? 1 : 0) | (rw.cachedTokens !== null ? 2 : 0)]!;
 
 const TRAILING_NULL_KV = Buffer.from(',"kv_transfer_params":null}');
 const CLOSE_BRACE = Buffer.from('}');
@@ -136,13 +155,9 @@ export class SseRelay {
     return this.carry?.length ?? 0;
   }
 
+  /** Any marker of a frame that needs a look (one pass over the bytes, marker-scan.ts). */
   private needsWork(buf: Buffer): boolean {
-    return (
-      buf.includes(DONE) ||
-      buf.includes(ERROR_PREFIX) ||
-      buf.includes(RECOMPUTED_MARK) ||
-      needsRewrite(buf, this.rw)
-    );
+    return relayScanFor(this.rw).test(buf);
   }
 
   /** One frame without its separator → bytes to forward, or null to drop it. */
