@@ -13,7 +13,7 @@
  *    first token arrives, then the stream idles): coordinator RSS before and with N open.
  * 4. Long prompts (issue 19, phase `long-prompt`): a P/D coordinator of its own (direct NIXL handoff,
  *    default prefix-affinity scheduling) on the same prefill and decode sims; `--long-requests`
- *    sequential non-stream requests of each chat body size (`--long-sizes`, KiB); the coordinator's
+ *    non-stream requests (`--long-concurrency` at a time, default 1, after `--long-warmup`) of each chat body size (`--long-sizes`, KiB); the coordinator's
  *    CPU per request from /proc/<pid>/stat (utime+stime delta ÷ requests) next to one
  *    `JSON.parse` + `JSON.stringify` of the same body timed in this process in the same round; the
  *    ratio per round, median over `--rounds`. `--long-profile DIR` runs that coordinator under
@@ -22,7 +22,8 @@
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
  *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 5] [--tput-runs 3]
  *     [--idle-streams 9900] [--phases latency,throughput,idle,long-prompt] [--json report.json] [--baseline DIR]
- *     [--long-sizes 225,1024] [--long-requests 60] [--long-profile DIR]
+ *     [--long-sizes 225,1024] [--long-requests 60] [--long-warmup 2000] [--long-concurrency 1]
+ *     [--long-profile DIR]
  *   --baseline DIR: another built checkout of Motor (e.g. `git worktree add ../base <commit> && npm ci`
  *   there); its coordinators run as extra targets `base-single` / `base-pd` on the same sims, so a
  *   change is compared with its parent side by side in one run.
@@ -60,6 +61,8 @@ const { values } = parseArgs({
     baseline: { type: 'string' },
     'long-sizes': { type: 'string', default: '225,1024' },
     'long-requests': { type: 'string', default: '60' },
+    'long-warmup': { type: 'string', default: '2000' },
+    'long-concurrency': { type: 'string', default: '1' },
     'long-profile': { type: 'string' },
   },
 });
@@ -278,6 +281,20 @@ async function wrk(
 
 const longSizes = values['long-sizes'].split(',').map(Number);
 const longRequests = Number(values['long-requests']);
+const longWarmup = Number(values['long-warmup']);
+const longConcurrency = Number(values['long-concurrency']);
+
+/** `n` requests of `text` to `pool`, `longConcurrency` at a time. */
+async function postLongMany(pool: Pool, text: string, n: number): Promise<void> {
+  let left = n;
+  const worker = async (): Promise<void> => {
+    while (left > 0) {
+      left--;
+      await postLong(pool, text);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, longConcurrency) }, worker));
+}
 
 /**
  * A chat body of about `bytes` bytes shaped like agentic traffic: a system prompt, then user and
@@ -346,6 +363,19 @@ function clockTick(): number {
   } catch {
     return 100;
   }
+}
+
+/**
+ * A process's CPU ms per wall ms while it gets no requests (its timers, probes and scrapes), over
+ * `ms` of wall time: the long-prompt phase subtracts it for the wall time of its requests.
+ */
+async function idleCpuRate(pid: number, ms = 2000): Promise<number> {
+  const tick = clockTick();
+  const a = await cpuTicks(pid);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = await cpuTicks(pid);
+  return ((b.user + b.system - a.user - a.system) * (1000 / tick)) / (performance.now() - t0);
 }
 
 async function postLong(pool: Pool, text: string): Promise<void> {
@@ -631,34 +661,50 @@ try {
       longTargets.push(['base-pd', { url: c.url, pid: c.child.pid! }]);
     }
     const tick = clockTick();
+    // each coordinator's background CPU (timers, health probes, scrapes) before it has served anything,
+    // as a rate: subtracted for the wall time of each round, so a slow round on a loaded machine does
+    // not charge it to the requests (measured once: right after a round it would include that round's GC)
+    const idleRates = new Map<string, number>();
+    for (const [n, c] of longTargets) idleRates.set(n, await idleCpuRate(c.pid, 3000));
     report.longPrompt = {};
     console.log(
-      `\nlong prompts (P/D NIXL handoff, prefix-affinity; ${longRequests} sequential non-stream requests per size, target and round; ` +
+      `\nlong prompts (P/D NIXL handoff, prefix-affinity; ${longRequests} non-stream requests ${longConcurrency} at a time per size, target and round after ${longWarmup} warm-up; ` +
         `load ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')})`,
     );
     console.log('size      target      round  coordinator CPU ms/req  parse+stringify ms  ratio');
+    const pools = new Map(
+      longTargets.map(([n, c]) => [n, new Pool(c.url, { connections: longConcurrency })]),
+    );
+    cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
+    // warm-up: `--long-warmup` small requests per target, so that V8 has optimised the per-request path
+    // (after the 10 requests this phase used to send, a 2 KiB P/D request cost 2-3x its warm CPU),
+    // then 20 of each size before its rounds
+    const small = longChatBody(2048);
+    for (const p of pools.values()) await postLongMany(p, small, longWarmup);
     for (const kib of longSizes) {
       const text = longChatBody(kib * 1024);
-      const pools = new Map(longTargets.map(([n, c]) => [n, new Pool(c.url, { connections: 1 })]));
-      cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
-      for (const p of pools.values()) for (let i = 0; i < 10; i++) await postLong(p, text); // warm-up
+      for (const p of pools.values()) await postLongMany(p, text, 20);
       const ratios = new Map<string, number[]>(longTargets.map(([n]) => [n, []]));
       const cpu = new Map<string, number[]>(longTargets.map(([n]) => [n, []]));
       const floors: number[] = [];
       for (let r = 0; r < rounds; r++) {
         const floor = parseStringifyMs(text);
         floors.push(floor);
-        for (const [n, c] of longTargets) {
+        // targets take turns going first (an identical build measured second read ~1.5× higher)
+        for (const [n, c] of r % 2 === 0 ? longTargets : [...longTargets].reverse()) {
+          const idleRate = idleRates.get(n)!;
+          const t0 = performance.now();
           const before = await cpuTicks(c.pid);
-          for (let i = 0; i < longRequests; i++) await postLong(pools.get(n)!, text);
+          await postLongMany(pools.get(n)!, text, longRequests);
           const after = await cpuTicks(c.pid);
+          const background = (idleRate * (performance.now() - t0)) / longRequests;
           const msPer = (ticks: number): number => (ticks * (1000 / tick)) / longRequests;
           const system = msPer(after.system - before.system);
-          const perRequest = msPer(after.user - before.user) + system;
+          const perRequest = Math.max(0, msPer(after.user - before.user) + system - background);
           cpu.get(n)!.push(perRequest);
           ratios.get(n)!.push(perRequest / floor);
           console.log(
-            `${`${(text.length / 1024).toFixed(0)} KiB`.padEnd(9)} ${n.padEnd(11)} ${String(r + 1).padStart(5)} ${perRequest.toFixed(2).padStart(23)} ${floor.toFixed(2).padStart(19)} ${(perRequest / floor).toFixed(2).padStart(6)}   (system ${system.toFixed(2)})`,
+            `${`${(text.length / 1024).toFixed(0)} KiB`.padEnd(9)} ${n.padEnd(11)} ${String(r + 1).padStart(5)} ${perRequest.toFixed(2).padStart(23)} ${floor.toFixed(2).padStart(19)} ${(perRequest / floor).toFixed(2).padStart(6)}   (system ${system.toFixed(2)}, background ${background.toFixed(2)} subtracted)`,
           );
         }
       }

@@ -3,45 +3,57 @@ import type { ClientRequest } from './client-request.js';
 
 /** What prefix hashing sees of one request: rendered text (chat template applied) or token ids. */
 export interface RenderedPrompt {
-  readonly text?: string;
+  /**
+   * The rendered text; a chat conversation's as the pieces whose concatenation it is (the parsed
+   * message strings themselves, no flattened copy of a long conversation: issue 19).
+   */
+  readonly text?: string | readonly string[];
   readonly tokenIds?: readonly number[];
   /** Estimated prompt length in tokens (token ids, else characters / {@link CHARS_PER_TOKEN}). */
   readonly tokens: number;
 }
 
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (content === null || content === undefined) return '';
+/** Appends the text of one message's `content` to `out`; returns the number of characters appended. */
+function pushContent(out: string[], content: unknown): number {
+  if (typeof content === 'string') return push(out, content);
+  if (content === null || content === undefined) return 0;
   if (Array.isArray(content)) {
-    let out = '';
+    let n = 0;
     for (const part of content) {
       const p = part as { type?: unknown; text?: unknown };
-      out +=
-        p !== null && typeof p === 'object' && typeof p.text === 'string' ? p.text : JSON.stringify(part);
+      n += push(
+        out,
+        p !== null && typeof p === 'object' && typeof p.text === 'string' ? p.text : JSON.stringify(part),
+      );
     }
-    return out;
+    return n;
   }
-  return JSON.stringify(content);
+  return push(out, JSON.stringify(content));
+}
+
+function push(out: string[], piece: string): number {
+  out.push(piece);
+  return piece.length;
 }
 
 /**
  * Renders the whole conversation with one fixed template (`<|role|>\ncontent\n` per message; tool
  * calls and names included), so a conversation's next turn extends the previous turn's rendering and
  * shares its prefix blocks. Not the engine's template: prefix affinity needs only the same rendering
- * for every request. Completions: the prompt text, or its token ids. Called once per client request.
+ * for every request. Chat: the rendering as pieces (`textBlockHashes` reads them in order).
+ * Completions: the prompt text, or its token ids. Called once per client request.
  */
 export function renderPrompt(client: Pick<ClientRequest, 'kind' | 'body'>): RenderedPrompt {
   const { body } = client;
   if (client.kind === 'chat') {
-    let text = '';
+    const parts: string[] = [];
+    let length = 0;
     for (const m of body.messages as Array<Record<string, unknown>>) {
-      text += `<|${String(m.role)}|>`;
-      if (typeof m.name === 'string') text += `(${m.name})`;
-      text += `\n${contentText(m.content)}`;
-      if (m.tool_calls !== undefined) text += `\n${JSON.stringify(m.tool_calls)}`;
-      text += '\n';
+      length += push(parts, `<|${String(m.role)}|>${typeof m.name === 'string' ? `(${m.name})` : ''}\n`);
+      length += pushContent(parts, m.content);
+      length += push(parts, m.tool_calls !== undefined ? `\n${JSON.stringify(m.tool_calls)}\n` : '\n');
     }
-    return { text, tokens: Math.ceil(text.length / CHARS_PER_TOKEN) };
+    return { text: parts, tokens: Math.ceil(length / CHARS_PER_TOKEN) };
   }
   const p = body.prompt;
   if (typeof p === 'string') return { text: p, tokens: Math.ceil(p.length / CHARS_PER_TOKEN) };

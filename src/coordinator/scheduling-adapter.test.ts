@@ -146,10 +146,38 @@ describe('renderPrompt', () => {
       { role: 'assistant', content: 'hello' },
       { role: 'user', content: [{ type: 'text', text: 'more' }] },
     ];
-    const a = renderPrompt({ kind: 'chat', body: { messages: turn1 } }).text!;
-    const b = renderPrompt({ kind: 'chat', body: { messages: turn2 } }).text!;
+    const joined = (messages: unknown[]): string =>
+      (renderPrompt({ kind: 'chat', body: { messages } }).text as string[]).join('');
+    const a = joined(turn1);
+    const b = joined(turn2);
     expect(b.startsWith(a)).toBe(true);
     expect(b).toContain('<|user|>\nmore\n');
+  });
+  it.each([
+    ['text', { role: 'user', content: 'hi' }, '<|user|>\nhi\n'],
+    ['a name', { role: 'user', name: 'ann', content: 'hi' }, '<|user|>(ann)\nhi\n'],
+    [
+      'text parts',
+      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'x' }] },
+      '<|user|>\na{"type":"x"}\n',
+    ],
+    ['no content', { role: 'assistant', content: null }, '<|assistant|>\n\n'],
+    [
+      'tool calls',
+      { role: 'assistant', content: '', tool_calls: [{ id: 't' }] },
+      '<|assistant|>\n\n[{"id":"t"}]\n',
+    ],
+  ])('chat, %s: the fixed template', (_name, message, expected) => {
+    const r = renderPrompt({ kind: 'chat', body: { messages: [message] } });
+    expect((r.text as string[]).join('')).toBe(expected);
+    expect(r.tokens).toBe(Math.ceil(expected.length / 4));
+  });
+  it('chat: pieces are the parsed message strings themselves (no flattened copy of the conversation)', () => {
+    const content = 'x'.repeat(10_000);
+    const r = renderPrompt({ kind: 'chat', body: { messages: [{ role: 'user', content }] } });
+    expect(Array.isArray(r.text)).toBe(true);
+    expect((r.text as string[]).some((piece) => piece === content)).toBe(true);
+    expect(r.tokens).toBe(Math.ceil((content.length + 10) / 4));
   });
   it('completions: text, or token ids', () => {
     expect(renderPrompt({ kind: 'completion', body: { prompt: 'abcdefgh' } })).toEqual({

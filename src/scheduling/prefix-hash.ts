@@ -73,18 +73,32 @@ let scratch = new Int32Array(1 << 16);
 /**
  * Chained block hashes of rendered text, `blockSize × CHARS_PER_TOKEN` characters per block: the same
  * prefix property (and `salt` seeding) as token blocks without tokenizing on the request path (gpt-tokenizer costs ~8 ms
- * for a 17k-token prompt here). The text's UTF-16 code units are copied natively into a scratch
- * buffer and mixed two at a time as 32-bit words (issue 19: half the steps of a per-character loop;
- * a block is an even number of characters, so no word straddles two blocks).
+ * for a 17k-token prompt here). `text` is one string or the pieces whose concatenation it is (the
+ * same hashes either way), so a long conversation is hashed from its parsed message strings without
+ * a flattened copy. The UTF-16 code units are copied natively into a scratch buffer and mixed two at a
+ * time as 32-bit words (issue 19: half the steps of a per-character loop; a block is an even number
+ * of characters, so no word straddles two blocks).
  */
-export function textBlockHashes(text: string, blockSize = DEFAULT_BLOCK_SIZE, salt?: string): number[] {
+export function textBlockHashes(
+  text: string | readonly string[],
+  blockSize = DEFAULT_BLOCK_SIZE,
+  salt?: string,
+): number[] {
   const units = blockSize * CHARS_PER_TOKEN;
-  const full = Math.floor(text.length / units);
+  let length = 0;
+  if (typeof text === 'string') length = text.length;
+  else for (const piece of text) length += piece.length;
+  const full = Math.floor(length / units);
   const out = new Array<number>(full);
   const words = (full * units) >>> 1;
   if (scratch.length < words) scratch = new Int32Array(Math.max(words, scratch.length * 2));
   const view = Buffer.from(scratch.buffer, scratch.byteOffset, scratch.byteLength);
-  view.write(full * units === text.length ? text : text.slice(0, full * units), 0, 'utf16le');
+  const bytes = 2 * full * units; // only full blocks are hashed
+  if (typeof text === 'string') view.write(text, 0, bytes, 'utf16le');
+  else {
+    let at = 0;
+    for (let i = 0; i < text.length && at < bytes; i++) at += view.write(text[i]!, at, bytes - at, 'utf16le');
+  }
   const w = scratch;
   const perBlock = units >>> 1;
   startLanes(salt);

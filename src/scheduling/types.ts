@@ -29,8 +29,11 @@ export interface SchedulableInstance {
 /** What the scheduler needs to know about one client request. Build it once per request. */
 export interface SchedulingRequest {
   readonly model: string;
-  /** The rendered prompt (chat template applied, whole conversation). Used when `promptTokenIds` is absent. */
-  readonly promptText?: string;
+  /**
+   * The rendered prompt (chat template applied, whole conversation), or the pieces whose concatenation
+   * it is. Used when `promptTokenIds` is absent.
+   */
+  readonly promptText?: string | readonly string[];
   /** Token ids of the rendered prompt, if the gateway tokenized it; preferred for prefix hashing. */
   readonly promptTokenIds?: ArrayLike<number>;
   /** Estimated prompt length in tokens (e.g. `promptTokenIds.length`, or text length / 4). */
