@@ -102,6 +102,20 @@ describe('DecodeFirst.apply', () => {
     expect(counted).toEqual(['prefill/precise']);
   });
 
+  it('moves the in-flight expectation of the prompt from the prefill to the decode', () => {
+    const calls: string[] = [];
+    const first = new DecodeFirst({ enabled: true, ...RULES }, [], { unused: () => undefined });
+    const kvPrediction = {
+      promptTokens: 100,
+      cachedTokens: new Map([['D', 96]]),
+      routed: (id: string) => calls.push(`routed ${id}`),
+      release: () => calls.push('release'),
+    };
+    const out = first.apply(pair('vllm', []), { model: 'm', promptTokens: 100, kvPrediction });
+    expect(out.route.kind).toBe('single');
+    expect(calls).toEqual(['release', 'routed D']);
+  });
+
   it('leaves an SGLang pair alone (and counts it unsupported)', () => {
     const released: string[] = [];
     const counted: string[] = [];

@@ -107,6 +107,9 @@ export class DecodeFirst {
     if (outcome === 'prefill' || outcome === 'unsupported') return selection;
     selection.reservation?.release();
     this.scheduling.unused(prefill);
+    // the prompt's blocks are now expected on the decode, not on the prefill (kv-inflight.ts)
+    request.kvPrediction?.release?.();
+    request.kvPrediction?.routed?.(decode.id);
     return {
       route: { kind: 'single', instance: decode, degraded: false },
       cachedPromptTokens: prediction.cachedTokens,
