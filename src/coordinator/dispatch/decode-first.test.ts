@@ -68,7 +68,8 @@ describe('DecodeFirst.apply', () => {
     reservation: { release: () => released.push('reservation') } as unknown as Selection['reservation'],
   });
 
-  it('turns a pair into one leg on its decode, giving back the prefill pick and the reservation', () => {
+  /** A DecodeFirst on the default rules that records what it gives back and what it counts. */
+  const counting = () => {
     const released: string[] = [];
     const counted: string[] = [];
     const first = new DecodeFirst(
@@ -77,6 +78,11 @@ describe('DecodeFirst.apply', () => {
       { unused: (i) => released.push(i.id) },
       (outcome, source) => counted.push(`${outcome}/${source}`),
     );
+    return { first, released, counted };
+  };
+
+  it('turns a pair into one leg on its decode, giving back the prefill pick and the reservation', () => {
+    const { first, released, counted } = counting();
     const out = first.apply(pair('vllm', released), { model: 'm', promptTokens: 100 });
     expect(out.route).toMatchObject({ kind: 'single', degraded: false, instance: { id: 'D' } });
     expect(out.picked.map((i) => i.id)).toEqual(['D']);
@@ -87,14 +93,7 @@ describe('DecodeFirst.apply', () => {
   });
 
   it('reads the KV events prediction first: the decode holds too little, so the pair stays', () => {
-    const released: string[] = [];
-    const counted: string[] = [];
-    const first = new DecodeFirst(
-      { enabled: true, ...RULES },
-      ['prefix-affinity'],
-      { unused: (i) => released.push(i.id) },
-      (outcome, source) => counted.push(`${outcome}/${source}`),
-    );
+    const { first, released, counted } = counting();
     const kvPrediction = { promptTokens: 1000, cachedTokens: new Map([['D', 16]]) };
     const selection = pair('vllm', released);
     expect(first.apply(selection, { model: 'm', promptTokens: 100, kvPrediction })).toBe(selection);
@@ -117,14 +116,7 @@ describe('DecodeFirst.apply', () => {
   });
 
   it('leaves an SGLang pair alone (and counts it unsupported)', () => {
-    const released: string[] = [];
-    const counted: string[] = [];
-    const first = new DecodeFirst(
-      { enabled: true, ...RULES },
-      ['prefix-affinity'],
-      { unused: (i) => released.push(i.id) },
-      (outcome, source) => counted.push(`${outcome}/${source}`),
-    );
+    const { first, released, counted } = counting();
     const selection = pair('sglang', released);
     expect(first.apply(selection, { model: 'm', promptTokens: 100 })).toBe(selection);
     expect(released).toEqual([]);
