@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { Pool } from 'undici';
 import { freshPageUs, jsonFloors, longChatBody } from './long-prompt-floors.js';
 import type { Cleanups, Listening } from './overhead-servers.js';
-import { clockTick, cpuTicks, idleCpuRate, minorFaults, threadTicks } from './proc-stat.js';
+import { clockTick, cpuTicks, idleCpuRate, minorFaults, threadCpuMs } from './proc-stat.js';
 
 export interface LongPromptOptions {
   model: string;
@@ -45,7 +45,7 @@ async function postLongMany(pool: Pool, text: string, n: number, concurrency: nu
   await Promise.all(Array.from({ length: Math.min(n, concurrency) }, worker));
 }
 
-/** One round of one target, per request: CPU (background subtracted), system, main/other threads, faults. */
+/** One round of one target, per request: CPU (main + other − background), system (stat ticks), threads, faults. */
 interface Sample {
   cpuMs: number;
   systemMs: number;
@@ -56,19 +56,19 @@ interface Sample {
 }
 
 async function measure(pid: number, idleRate: number, run: () => Promise<void>, n: number): Promise<Sample> {
-  const msPer = (ticks: number): number => (ticks * (1000 / clockTick())) / n;
   const t0 = performance.now();
-  const [cpu0, flt0, thr0] = [await cpuTicks(pid), await minorFaults(pid), await threadTicks(pid)];
+  const [sys0, flt0, thr0] = [(await cpuTicks(pid)).system, await minorFaults(pid), await threadCpuMs(pid)];
   await run();
-  const [cpu1, flt1, thr1] = [await cpuTicks(pid), await minorFaults(pid), await threadTicks(pid)];
+  const [sys1, flt1, thr1] = [(await cpuTicks(pid)).system, await minorFaults(pid), await threadCpuMs(pid)];
   const backgroundMs = (idleRate * (performance.now() - t0)) / n;
-  const systemMs = msPer(cpu1.system - cpu0.system);
+  const mainMs = (thr1.main - thr0.main) / n;
+  const otherMs = (thr1.other - thr0.other) / n;
   return {
-    cpuMs: Math.max(0, msPer(cpu1.user - cpu0.user) + systemMs - backgroundMs),
-    systemMs,
+    cpuMs: Math.max(0, mainMs + otherMs - backgroundMs),
+    systemMs: ((sys1 - sys0) * (1000 / clockTick())) / n,
     backgroundMs,
-    mainMs: msPer(thr1.main - thr0.main),
-    otherMs: msPer(thr1.other - thr0.other),
+    mainMs,
+    otherMs,
     minflt: (flt1 - flt0) / n,
   };
 }
@@ -93,11 +93,12 @@ export async function runLongPrompt(
   );
   console.log(
     `a fresh page costs ${pageUs.toFixed(1)} µs of CPU here (first touch of 32 MiB minus the second, ÷ its minor faults); ` +
-      'CPU, main, other: ms/req of the proxy process; fault ms = minflt/req × that cost; ' +
+      'main, other: on-CPU ms/req of the proxy main thread and other threads; CPU: their sum minus its idle background; ' +
+      'fault ms = minflt/req × that cost; ' +
       'p+s: one JSON.parse + JSON.stringify of the string; bytes: Buffer → utf8 → parse → stringify → Buffer',
   );
   console.log(
-    'size      target       round   CPU   main  other  minflt/req  fault ms    p+s  ratio  bytes  ratio',
+    'size      target       round   CPU   main  other  minflt/req  fault ms     p+s   ratio   bytes  ratio',
   );
   const pools = new Map(o.targets.map(([n, c]) => [n, new Pool(c.url, { connections: o.concurrency })]));
   cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
@@ -123,8 +124,8 @@ export async function runLongPrompt(
         samples.get(n)!.push(s);
         console.log(
           `${label.padEnd(9)} ${n.padEnd(11)} ${String(r + 1).padStart(6)} ${num(s.cpuMs, 5)} ${num(s.mainMs, 6)} ${num(s.otherMs, 6)} ` +
-            `${num(s.minflt, 11, 0)} ${num((s.minflt * pageUs) / 1000, 9)} ${num(floor.parseStringifyMs, 6)} ${num(s.cpuMs / floor.parseStringifyMs, 6)} ` +
-            `${num(floor.bytesMs, 6)} ${num(s.cpuMs / floor.bytesMs, 6)}   (system ${s.systemMs.toFixed(2)}, background ${s.backgroundMs.toFixed(2)} subtracted)`,
+            `${num(s.minflt, 11, 0)} ${num((s.minflt * pageUs) / 1000, 9)} ${num(floor.parseStringifyMs, 7, 3)} ${num(s.cpuMs / floor.parseStringifyMs, 7)} ` +
+            `${num(floor.bytesMs, 7, 3)} ${num(s.cpuMs / floor.bytesMs, 6)}   (system ${s.systemMs.toFixed(2)}, background ${s.backgroundMs.toFixed(2)} subtracted)`,
         );
       }
     }
@@ -135,7 +136,7 @@ export async function runLongPrompt(
       bytesFloorMinflt: floors.map((f) => f.bytesMinflt),
     };
     console.log(
-      `${label} floors: p+s ${med(floors.map((f) => f.parseStringifyMs)).toFixed(2)} ms, bytes ${med(floors.map((f) => f.bytesMs)).toFixed(2)} ms ` +
+      `${label} floors: p+s ${med(floors.map((f) => f.parseStringifyMs)).toFixed(3)} ms, bytes ${med(floors.map((f) => f.bytesMs)).toFixed(3)} ms ` +
         `with ${med(floors.map((f) => f.bytesMinflt)).toFixed(0)} minflt (medians)`,
     );
     for (const [n] of o.targets) {

@@ -32,11 +32,13 @@
  *    own (direct NIXL handoff, default prefix-affinity scheduling) and a node-min-pd on the same
  *    prefill and decode sims; `--long-requests` non-stream requests (`--long-concurrency` at a time,
  *    default 1, after `--long-warmup`) of each chat body size (`--long-sizes`, KiB). Per round and
- *    target: the proxy's CPU per request from /proc/<pid>/stat (utime+stime delta ÷ requests, its idle
- *    background subtracted), split into the main thread (tid = pid, the event loop) and the other
- *    threads (GC helpers, libuv, compiler) from /proc/<pid>/task/<tid>/stat; its minor page faults
- *    per request (stat field 10) priced at this machine's fresh-page CPU cost (measured in this
- *    process); and two floors timed in this process in the same round: `p+s`, one `JSON.parse` +
+ *    target: the proxy's on-CPU time per request, split into the main thread (tid = pid, the event
+ *    loop) and the other threads (GC helpers, libuv, compiler), from /proc/<pid>/task/<tid>/schedstat
+ *    (ns; the utime+stime of /proc/<pid>/stat this phase used before is the same time in 10 ms ticks,
+ *    too coarse for small bodies); `CPU` = main + other − the proxy's idle background for the round's
+ *    wall time; its minor page faults per request (/proc/<pid>/stat field 10) priced at this
+ *    machine's fresh-page CPU cost (measured in this process: first touch of a fresh buffer minus
+ *    the second); and two floors timed in this process in the same round: `p+s`, one `JSON.parse` +
  *    `JSON.stringify` of the body string (the goal's 1.5× is against it), and `bytes`, Buffer →
  *    `toString('utf8')` → parse → stringify → `Buffer.from` (what a proxy does socket to socket,
  *    faults included). Ratios per round, medians over `--rounds`. `--long-profile DIR` runs the

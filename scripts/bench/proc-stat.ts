@@ -24,19 +24,21 @@ export async function minorFaults(pid: number): Promise<number> {
 }
 
 /**
- * utime + stime in ticks of a process's main thread (tid = pid: V8's JS thread, where the event loop
- * runs) and of its other threads together (GC helpers, libuv pool, compiler), from /proc/<pid>/task.
+ * On-CPU ms of a process's main thread (tid = pid: V8's JS thread, where the event loop runs) and
+ * of its other threads together (GC helpers, libuv pool, compiler), from
+ * /proc/<pid>/task/<tid>/schedstat (run time in ns: stat's utime/stime are whole clock ticks, too
+ * coarse to split a few ms per request between threads).
  */
-export async function threadTicks(pid: number): Promise<{ main: number; other: number }> {
+export async function threadCpuMs(pid: number): Promise<{ main: number; other: number }> {
   let main = 0;
   let other = 0;
   for (const tid of await readdir(`/proc/${pid}/task`)) {
-    // a thread may end between the listing and the read: it is then counted nowhere (its ticks are gone too)
-    const f = await statFields(`/proc/${pid}/task/${tid}/stat`).catch(() => null);
-    if (!f) continue;
-    const ticks = Number(f[11]) + Number(f[12]);
-    if (Number(tid) === pid) main += ticks;
-    else other += ticks;
+    // a thread may end between the listing and the read: it is then counted nowhere (its time is gone too)
+    const stat = await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').catch(() => null);
+    if (!stat) continue;
+    const ms = Number(stat.split(' ')[0]) / 1e6;
+    if (Number(tid) === pid) main += ms;
+    else other += ms;
   }
   return { main, other };
 }
@@ -69,11 +71,11 @@ export async function cpuMs(pids: number[]): Promise<number> {
  * `ms` of wall time: the long-prompt phase subtracts it for the wall time of its requests.
  */
 export async function idleCpuRate(pid: number, ms = 2000): Promise<number> {
-  const a = await cpuTicks(pid);
+  const a = await threadCpuMs(pid);
   const t0 = performance.now();
   await new Promise((r) => setTimeout(r, ms));
-  const b = await cpuTicks(pid);
-  return ((b.user + b.system - a.user - a.system) * (1000 / clockTick())) / (performance.now() - t0);
+  const b = await threadCpuMs(pid);
+  return (b.main + b.other - a.main - a.other) / (performance.now() - t0);
 }
 
 export async function rssKiB(pid: number): Promise<number> {
