@@ -362,16 +362,19 @@ try {
         for (const [n, u] of targets) {
           const cpu0 = await cpuMs(pidsOf[n] ?? []);
           const w = await wrk(u, stream, conns);
-          const cpuUsPerReq = (((await cpuMs(pidsOf[n] ?? [])) - cpu0) * 1000) / Math.max(1, w.requests);
+          // a run that completed nothing (1,000 streams on a loaded machine) has no CPU per request
+          const cpuUsPerReq =
+            w.requests > 0 ? (((await cpuMs(pidsOf[n] ?? [])) - cpu0) * 1000) / w.requests : NaN;
           runs.get(n)!.push({ ...w, cpuUsPerReq });
         }
       tput[mode] = {};
       for (const [n, rs] of runs) {
         const median = [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)]!;
-        const cpus = rs.map((x) => x.cpuUsPerReq).sort((a, b) => a - b);
+        const cpus = rs.map((x) => x.cpuUsPerReq).filter((x) => !Number.isNaN(x));
+        cpus.sort((a, b) => a - b);
         tput[mode][n] = {
           ...median,
-          cpuUsPerReq: cpus[Math.floor(cpus.length / 2)]!,
+          cpuUsPerReq: cpus[Math.floor(cpus.length / 2)] ?? NaN,
           runs: rs.map((x) => Math.round(x.rps)),
         };
       }
