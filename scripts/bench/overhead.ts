@@ -1,23 +1,48 @@
 /**
- * What Motor costs on top of an engine, in one run (docs/BENCHMARKS.md "Overhead"):
- *   (a) `motor sim` directly, (b) Motor single-instance (coordinator → union sim, direct mode),
- *   (c) Motor P/D handoff (coordinator → prefill sim + decode sim), (d) nginx `proxy_pass` to the
- *   same sim (the floor any proxy pays; skipped with a message when nginx is not installed).
+ * What Motor costs on top of an engine, in one run (docs/BENCHMARKS.md "Overhead"), next to floors
+ * that say how much of each gap any proxy would pay:
+ *   `direct`       `motor sim` directly (union role);
+ *   `motor-single` Motor single-instance (coordinator → union sim, direct mode);
+ *   `motor-pd`     Motor P/D handoff (coordinator → prefill sim + decode sim, vLLM NIXL);
+ *   `direct-pd`    (latency only) this process makes the two engine calls any P/D proxy must make, to
+ *                  the same prefill and decode sims, shaped as Motor's legs (pd-legs.ts): the prefill
+ *                  (`max_tokens: 1`, non-stream, `kv_transfer_params.do_remote_decode`), then the decode
+ *                  with the prefill answer's `kv_transfer_params` — the decode sim pulling KV from the
+ *                  prefill sim over HTTP is engine time, so P/D's floor is `direct-pd`, not `direct`;
+ *   `node-min`     the floor of any Node.js proxy (node-min.ts: http.createServer + undici, the body
+ *                  piped through unparsed) to the union sim;
+ *   `node-min-pd`  the floor of a Node P/D proxy (node-min.ts: parse, prefill leg, parse its answer,
+ *                  decode leg, pipe the answer) to the P/D sims;
+ *   `nginx`        nginx `proxy_pass` to the union sim (skipped with a message when not installed);
+ *   `base-*`       `--baseline` builds' coordinators on the same sims.
  * All sims run with `--time-scale 0`, so model time is zero and every difference is proxy cost.
+ * Issue 19's goals: single added p50 ≤ nginx's + 0.15 ms; P/D added p50 ≤ 0.5 ms over direct;
+ * throughput single ≥ 70 % of nginx, P/D ≥ 35 %; long prompt CPU ≤ 1.5× one parse + stringify.
  *
  * 1. Added latency per request: sequential requests (concurrency 1) after `--warmup` requests per
- *    target and mode, targets alternating round by round; p50/p99 over all samples, minus direct. Non-stream and stream.
+ *    target and mode, targets alternating round by round; p50/p99 over all samples, minus direct
+ *    ("added"); P/D targets also minus direct-pd ("over direct-pd": what the proxy adds to the
+ *    engine calls it cannot avoid). Non-stream and stream.
  * 2. Max throughput with wrk (servers pinned to core 0, wrk to core 1 with taskset): non-stream, and
- *    streaming with 1,000 concurrent streams; and each proxy's own CPU per request from /proc (steady under load).
+ *    streaming with 1,000 concurrent streams; and each proxy's own CPU per request from /proc (steady
+ *    under load); each target's req/s as a share of nginx's.
  * 3. Memory of N concurrent idle streams through the coordinator (sim with a 10-minute ITL: the
  *    first token arrives, then the stream idles): coordinator RSS before and with N open.
- * 4. Long prompts (issue 19, phase `long-prompt`): a P/D coordinator of its own (direct NIXL handoff,
- *    default prefix-affinity scheduling) on the same prefill and decode sims; `--long-requests`
- *    non-stream requests (`--long-concurrency` at a time, default 1, after `--long-warmup`) of each chat body size (`--long-sizes`, KiB); the coordinator's
- *    CPU per request from /proc/<pid>/stat (utime+stime delta ÷ requests) next to one
- *    `JSON.parse` + `JSON.stringify` of the same body timed in this process in the same round; the
- *    ratio per round, median over `--rounds`. `--long-profile DIR` runs that coordinator under
- *    `node --cpu-prof` (profile written to DIR when it stops).
+ * 4. Long prompts (issue 19, phase `long-prompt`, overhead-long-prompt.ts): a P/D coordinator of its
+ *    own (direct NIXL handoff, default prefix-affinity scheduling) and a node-min-pd on the same
+ *    prefill and decode sims; `--long-requests` non-stream requests (`--long-concurrency` at a time,
+ *    default 1, after `--long-warmup`) of each chat body size (`--long-sizes`, KiB). Per round and
+ *    target: the proxy's on-CPU time per request, split into the main thread (tid = pid, the event
+ *    loop) and the other threads (GC helpers, libuv, compiler), from /proc/<pid>/task/<tid>/schedstat
+ *    (ns; the utime+stime of /proc/<pid>/stat this phase used before is the same time in 10 ms ticks,
+ *    too coarse for small bodies); `CPU` = main + other − the proxy's idle background for the round's
+ *    wall time; its minor page faults per request (/proc/<pid>/stat field 10) priced at this
+ *    machine's fresh-page CPU cost (measured in this process: first touch of a fresh buffer minus
+ *    the second); and two floors timed in this process in the same round: `p+s`, one `JSON.parse` +
+ *    `JSON.stringify` of the body string (the goal's 1.5× is against it), and `bytes`, Buffer →
+ *    `toString('utf8')` → parse → stringify → `Buffer.from` (what a proxy does socket to socket,
+ *    faults included). Ratios per round, medians over `--rounds`. `--long-profile DIR` runs the
+ *    coordinator under `node --cpu-prof` (profile written to DIR when it stops).
  *
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
  *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 5] [--tput-runs 3]
@@ -30,19 +55,30 @@
  *   (the npm script builds first; or: npx tsx scripts/bench/overhead.ts …)
  * Folds in the former bench/coordinator-overhead.ts (its sequential latency comparison is step 1).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../../src/cluster/motor-child.js';
+import { runLatency, type Send } from './overhead-latency.js';
+import { runLongPrompt } from './overhead-long-prompt.js';
+import {
+  TASKSET,
+  nodeMin,
+  pin,
+  profiledCoordinator,
+  startNginx,
+  which,
+  type Cleanups,
+  type Listening,
+} from './overhead-servers.js';
+import { decodeLeg, engineRequestId, prefillLeg } from './pd-legs.js';
+import { cpuMs, rssKiB } from './proc-stat.js';
 
 const { values } = parseArgs({
   options: {
@@ -78,28 +114,17 @@ const streams = Number(values.streams);
 const idleStreams = Number(values['idle-streams']);
 const MODEL = 'motor-sim-7b';
 
-const which = (bin: string): string | null => {
-  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin']))
-    if (existsSync(join(dir, bin))) return join(dir, bin);
-  return null;
-};
-const NGINX = which('nginx');
 const WRK = which('wrk');
-const TASKSET = which('taskset');
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
-const body = (stream: boolean): string =>
-  JSON.stringify({
-    model: MODEL,
-    messages: [{ role: 'user', content: 'How much latency does a coordinator add per request?' }],
-    max_tokens: maxTokens,
-    stream,
-  });
+const clientBody = (stream: boolean): Record<string, unknown> => ({
+  model: MODEL,
+  messages: [{ role: 'user', content: 'How much latency does a coordinator add per request?' }],
+  max_tokens: maxTokens,
+  stream,
+});
+const body = (stream: boolean): string => JSON.stringify(clientBody(stream));
 
-const cleanups: Array<() => Promise<void>> = [];
+const cleanups: Cleanups = [];
 const dir = await mkdtemp(join(tmpdir(), 'motor-overhead-'));
 cleanups.push(() => rm(dir, { recursive: true, force: true }));
 
@@ -129,115 +154,46 @@ const sim = (role: string, extra: string[] = []): Promise<MotorChild> =>
     '0',
     ...extra,
   ]);
+async function configFile(name: string, config: Record<string, unknown>): Promise<string> {
+  const file = join(dir, `${name}.yaml`);
+  await writeFile(file, stringify({ server: { port: 0 }, ...config }));
+  return file;
+}
 async function coordinator(name: string, config: Record<string, unknown>, bin?: string): Promise<MotorChild> {
-  const file = join(dir, `${name}.yaml`);
-  await writeFile(file, stringify({ server: { port: 0 }, ...config }));
-  return motor(['coordinator', '--config', file], bin);
+  return motor(['coordinator', '--config', await configFile(name, config)], bin);
 }
 
-/** A coordinator run as `node --cpu-prof` (not allowed in NODE_OPTIONS): its profile lands in `profileDir` at exit. */
-async function profiledCoordinator(
-  name: string,
-  config: Record<string, unknown>,
-  profileDir: string,
-): Promise<{ url: string; pid: number }> {
-  const file = join(dir, `${name}.yaml`);
-  await writeFile(file, stringify({ server: { port: 0 }, ...config }));
-  const bin = fileURLToPath(new URL('../../bin/motor.js', import.meta.url));
-  const child = spawn(
-    process.execPath,
-    ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, bin, 'coordinator', '--config', file],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  cleanups.push(async () => {
-    child.kill('SIGTERM');
-    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
-  });
-  const lines = createInterface({ input: child.stdout! });
-  for await (const line of lines) {
-    if (!line.includes('"listening"')) continue;
-    const url = (JSON.parse(line) as { url?: string }).url;
-    if (url) {
-      lines.close();
-      child.stdout!.resume();
-      return { url, pid: child.pid! };
-    }
-  }
-  throw new Error(`${name}: exited before listening`);
+const PATH = '/v1/chat/completions';
+function checkAnswer(status: number, text: string, stream: boolean): void {
+  if (status !== 200 || (stream && !text.endsWith('data: [DONE]\n\n')))
+    throw new Error(`unexpected answer ${status}: ${text.slice(0, 200)}`);
 }
-const pin = (pid: number | undefined, cpus: string): void => {
-  if (TASKSET && pid) execFileSync(TASKSET, ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
-};
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startNginx(upstream: string): Promise<{ url: string; proc: ChildProcess } | null> {
-  if (!NGINX) return null;
-  const port = await freePort();
-  const u = new URL(upstream);
-  const conf = join(dir, 'nginx.conf');
-  await writeFile(
-    conf,
-    `worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/nginx-error.log warn;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream sim { server ${u.host}; keepalive 256; }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://sim;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-    }
-  }
-}
-`,
-  );
-  const proc = spawn(NGINX, ['-p', dir, '-c', conf, '-g', 'daemon off;'], { stdio: 'ignore' });
-  cleanups.push(async () => {
-    proc.kill('SIGTERM');
-    await new Promise((r) => (proc.exitCode !== null ? r(null) : proc.once('exit', r)));
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      const p = new Pool(url);
-      const r = await p.request({ method: 'GET', path: '/health' });
-      await r.body.text();
-      await p.close();
-      return { url, proc };
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  throw new Error('nginx did not start');
-}
-
+/** One request through a proxy (or to the sim), ms. */
 async function one(pool: Pool, stream: boolean): Promise<number> {
   const t0 = performance.now();
   const res = await pool.request({
     method: 'POST',
-    path: '/v1/chat/completions',
+    path: PATH,
     headers: { 'content-type': 'application/json' },
     body: body(stream),
   });
   const text = await res.body.text();
   const ms = performance.now() - t0;
-  if (res.statusCode !== 200 || (stream && !text.endsWith('data: [DONE]\n\n')))
-    throw new Error(`unexpected answer ${res.statusCode}: ${text.slice(0, 200)}`);
+  checkAnswer(res.statusCode, text, stream);
+  return ms;
+}
+/** `direct-pd`: the prefill leg, then the decode leg with its answer's kv_transfer_params, from here; ms. */
+async function onePd(pre: Pool, dec: Pool, stream: boolean): Promise<number> {
+  const client = clientBody(stream);
+  const t0 = performance.now();
+  const id = engineRequestId();
+  const p = await pre.request(prefillLeg(client, id, PATH));
+  const answer = await p.body.text();
+  checkAnswer(p.statusCode, answer, false);
+  const res = await dec.request(decodeLeg(client, id, PATH, JSON.parse(answer)));
+  const text = await res.body.text();
+  const ms = performance.now() - t0;
+  checkAnswer(res.statusCode, text, stream);
   return ms;
 }
 
@@ -279,130 +235,6 @@ async function wrk(
   return { rps: n / (durUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000, requests: n };
 }
 
-const longSizes = values['long-sizes'].split(',').map(Number);
-const longRequests = Number(values['long-requests']);
-const longWarmup = Number(values['long-warmup']);
-const longConcurrency = Number(values['long-concurrency']);
-
-/** `n` requests of `text` to `pool`, `longConcurrency` at a time. */
-async function postLongMany(pool: Pool, text: string, n: number): Promise<void> {
-  let left = n;
-  const worker = async (): Promise<void> => {
-    while (left > 0) {
-      left--;
-      await postLong(pool, text);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(n, longConcurrency) }, worker));
-}
-
-/**
- * A chat body of about `bytes` bytes shaped like agentic traffic: a system prompt, then user and
- * assistant turns of a few KiB of word text with newlines, quotes and code (escapes included), the
- * last turn the user's. Deterministic, so every run sends the same bytes.
- */
-function longChatBody(bytes: number): string {
-  const words = [
-    'the',
-    'coordinator',
-    'routes',
-    'prefill',
-    'decode',
-    'function',
-    'return',
-    'value',
-    '"quoted"',
-    'cache',
-  ];
-  let seed = 19;
-  const next = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
-  const turn = (chars: number): string => {
-    let out = '';
-    while (out.length < chars) {
-      const w = words[next() % words.length]!;
-      out += next() % 17 === 0 ? `${w}\n\tif (x) { y(); }\n` : `${w} `;
-    }
-    return out;
-  };
-  const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: turn(2000) }];
-  const head = { model: MODEL, max_tokens: maxTokens, stream: false };
-  let size = JSON.stringify({ ...head, messages }).length;
-  while (size < bytes) {
-    const m = {
-      role: messages.length % 2 === 1 ? 'user' : 'assistant',
-      content: turn(Math.min(6000, bytes - size)),
-    };
-    messages.push(m);
-    size += JSON.stringify(m).length + 1;
-  }
-  if (messages[messages.length - 1]!.role !== 'user') messages.push({ role: 'user', content: 'Go on.' });
-  return JSON.stringify({ ...head, messages });
-}
-
-/**
- * CPU ms (user + system, this process) of one `JSON.parse` + `JSON.stringify` of `text`, over 30 runs
- * after 10 warm-up runs: CPU time like the coordinator's, so a loaded machine's preemption is not counted.
- */
-function parseStringifyMs(text: string): number {
-  for (let i = 0; i < 10; i++) JSON.stringify(JSON.parse(text));
-  const before = process.cpuUsage();
-  for (let i = 0; i < 30; i++) JSON.stringify(JSON.parse(text));
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / 1000 / 30;
-}
-
-/** utime + stime of a process, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
-async function cpuTicks(pid: number): Promise<{ user: number; system: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 on
-  return { user: Number(fields[11]), system: Number(fields[12]) };
-}
-function clockTick(): number {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-}
-
-/**
- * A process's CPU ms per wall ms while it gets no requests (its timers, probes and scrapes), over
- * `ms` of wall time: the long-prompt phase subtracts it for the wall time of its requests.
- */
-async function idleCpuRate(pid: number, ms = 2000): Promise<number> {
-  const tick = clockTick();
-  const a = await cpuTicks(pid);
-  const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, ms));
-  const b = await cpuTicks(pid);
-  return ((b.user + b.system - a.user - a.system) * (1000 / tick)) / (performance.now() - t0);
-}
-
-async function postLong(pool: Pool, text: string): Promise<void> {
-  const res = await pool.request({
-    method: 'POST',
-    path: '/v1/chat/completions',
-    headers: { 'content-type': 'application/json' },
-    body: text,
-  });
-  const answer = await res.body.text();
-  if (res.statusCode !== 200)
-    throw new Error(`long prompt: unexpected answer ${res.statusCode}: ${answer.slice(0, 200)}`);
-}
-
-/** CPU time (user + system, ms) some processes have used so far, all threads. */
-const cpuMs = async (pids: number[]): Promise<number> => {
-  let ticks = 0;
-  for (const pid of pids) {
-    const { user, system } = await cpuTicks(pid);
-    ticks += user + system;
-  }
-  return (ticks * 1000) / clockTick();
-};
-
-const rssKiB = async (pid: number): Promise<number> =>
-  Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]);
-
 const report: Record<string, unknown> = {
   when: new Date().toISOString(),
   rounds,
@@ -436,8 +268,13 @@ try {
     BASELINE_BIN ? coordinator('base-single', singleConfig, BASELINE_BIN) : null,
     BASELINE_BIN ? coordinator('base-pd', pdConfig, BASELINE_BIN) : null,
   ]);
-  const nginx = await startNginx(union.url);
+  const [nginx, nodeMinSingle, nodeMinPd] = await Promise.all([
+    startNginx(union.url, dir, cleanups),
+    nodeMin([union.url], cleanups),
+    nodeMin([pre.url, dec.url], cleanups),
+  ]);
   if (!nginx) console.log('nginx not found: skipping (d). Install it with `apt-get install -y nginx`.');
+  // the targets with a URL (every phase but long-prompt); direct-pd has none: it is this process
   const targets: Array<[string, string]> = [
     ['direct', union.url],
     ['motor-single', single.url],
@@ -448,47 +285,30 @@ try {
           ['base-pd', basePd.url],
         ] as Array<[string, string]>)
       : []),
+    ['node-min', nodeMinSingle.url],
+    ['node-min-pd', nodeMinPd.url],
     ...(nginx ? ([['nginx', nginx.url]] as Array<[string, string]>) : []),
   ];
 
   // 1. added latency (sequential; alternating rounds)
   if (phases.has('latency')) {
     const pools = new Map(targets.map(([n, u]) => [n, new Pool(u, { connections: 1 })]));
-    cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
-    // V8 needs a few thousand requests to optimise the coordinator's hot path: measure it warm
-    for (let i = 0; i < 2 * warmup; i++) for (const p of pools.values()) await one(p, i % 2 === 0);
-    const latency: Record<
-      string,
-      Record<string, { p50: number; p99: number; addedP50: number; addedP99: number }>
-    > = {};
-    for (const stream of [false, true]) {
-      const samples = new Map(targets.map(([n]) => [n, [] as number[]]));
-      for (let r = 0; r < rounds; r++)
-        for (const [n] of targets)
-          for (let i = 0; i < requests; i++) samples.get(n)!.push(await one(pools.get(n)!, stream));
-      const d = samples.get('direct')!;
-      const mode = stream ? 'stream' : 'non-stream';
-      latency[mode] = {};
-      for (const [n] of targets) {
-        const s = samples.get(n)!;
-        latency[mode][n] = {
-          p50: pct(s, 50),
-          p99: pct(s, 99),
-          addedP50: pct(s, 50) - pct(d, 50),
-          addedP99: pct(s, 99) - pct(d, 99),
-        };
-      }
-    }
-    report.latency = latency;
-    console.log(
-      `\nadded latency (sequential, ${rounds}×${requests} per target and mode, max_tokens ${maxTokens}), ms`,
+    const prePool = new Pool(pre.url, { connections: 1 });
+    const decPool = new Pool(dec.url, { connections: 1 });
+    cleanups.push(
+      async () => void (await Promise.all([...pools.values(), prePool, decPool].map((p) => p.close()))),
     );
-    console.log('mode        target        p50      p99   added p50  added p99');
-    for (const [mode, rows] of Object.entries(latency))
-      for (const [n, v] of Object.entries(rows))
-        console.log(
-          `${mode.padEnd(11)} ${n.padEnd(12)} ${v.p50.toFixed(3).padStart(7)} ${v.p99.toFixed(3).padStart(8)} ${v.addedP50.toFixed(3).padStart(10)} ${v.addedP99.toFixed(3).padStart(10)}`,
-        );
+    const sends: Array<[string, Send]> = targets.map(([n]) => [n, (stream) => one(pools.get(n)!, stream)]);
+    const afterPd = sends.findIndex(([n]) => n === 'motor-pd') + 1;
+    sends.splice(afterPd, 0, ['direct-pd', (stream) => onePd(prePool, decPool, stream)]);
+    report.latency = await runLatency({
+      targets: sends,
+      pdTargets: new Set(['motor-pd', 'base-pd', 'node-min-pd']),
+      warmup,
+      rounds,
+      requests,
+      maxTokens,
+    });
   }
 
   // 2. throughput (servers on core 0, wrk on core 1)
@@ -498,8 +318,11 @@ try {
     console.log('\nwrk not found: skipping throughput. Install it with `apt-get install -y wrk`.');
   else {
     // every coordinator on core 0 (the baseline's too: unpinned it would share wrk's core)
-    const servers = [union, pre, dec, single, pd, baseSingle, basePd].filter((c) => c !== null);
-    for (const c of servers) pin(c.child.pid, '0');
+    const servers = [union, pre, dec, single, pd, baseSingle, basePd]
+      .filter((c) => c !== null)
+      .map((c) => c.child.pid!)
+      .concat([nodeMinSingle.pid, nodeMinPd.pid]);
+    for (const pid of servers) pin(pid, '0');
     pin(nginx?.proc.pid, '0');
     if (nginx)
       execFileSync('sh', [
@@ -509,7 +332,7 @@ try {
     // One wrk run swings by ±30 % on this shared machine: targets take turns, run after run, and
     // the median run of each counts (every run's req/s is kept in the report).
     // Proxy CPU per request (the target's own processes, /proc): unlike req/s it barely moves when
-    // other work shares the machine. direct: the sim; motor-*: the coordinator; nginx: its workers.
+    // other work shares the machine. direct: the sim; motor-*, node-min*: the proxy; nginx: its workers.
     const nginxWorkers = nginx
       ? execFileSync('pgrep', ['-P', String(nginx.proc.pid)], { encoding: 'utf8' })
           .split(/\s+/)
@@ -523,6 +346,8 @@ try {
       ...(baseSingle && basePd
         ? { 'base-single': [baseSingle.child.pid!], 'base-pd': [basePd.child.pid!] }
         : {}),
+      'node-min': [nodeMinSingle.pid],
+      'node-min-pd': [nodeMinPd.pid],
       nginx: nginxWorkers,
     };
     type Run = { rps: number; p50: number; p99: number; cpuUsPerReq: number };
@@ -537,16 +362,19 @@ try {
         for (const [n, u] of targets) {
           const cpu0 = await cpuMs(pidsOf[n] ?? []);
           const w = await wrk(u, stream, conns);
-          const cpuUsPerReq = (((await cpuMs(pidsOf[n] ?? [])) - cpu0) * 1000) / Math.max(1, w.requests);
+          // a run that completed nothing (1,000 streams on a loaded machine) has no CPU per request
+          const cpuUsPerReq =
+            w.requests > 0 ? (((await cpuMs(pidsOf[n] ?? [])) - cpu0) * 1000) / w.requests : NaN;
           runs.get(n)!.push({ ...w, cpuUsPerReq });
         }
       tput[mode] = {};
       for (const [n, rs] of runs) {
         const median = [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)]!;
-        const cpus = rs.map((x) => x.cpuUsPerReq).sort((a, b) => a - b);
+        const cpus = rs.map((x) => x.cpuUsPerReq).filter((x) => !Number.isNaN(x));
+        cpus.sort((a, b) => a - b);
         tput[mode][n] = {
           ...median,
-          cpuUsPerReq: cpus[Math.floor(cpus.length / 2)]!,
+          cpuUsPerReq: cpus[Math.floor(cpus.length / 2)] ?? NaN,
           runs: rs.map((x) => Math.round(x.rps)),
         };
       }
@@ -569,7 +397,7 @@ try {
           if (n !== 'nginx' && n !== 'direct')
             console.log(`${mode}: ${n} / nginx = ${((100 * v.rps) / rows.nginx!.rps).toFixed(0)} %`);
     }
-    for (const c of servers) pin(c.child.pid, '0,1');
+    for (const pid of servers) pin(pid, '0,1');
   }
 
   // 3. memory of idle streams through the coordinator
@@ -634,7 +462,7 @@ try {
         `${(during / 1024).toFixed(0)} MiB with the streams open (${((during - before) / Math.max(1, open)).toFixed(1)} KiB per stream)`,
     );
   }
-  // 4. long prompts: coordinator CPU per request vs one parse + stringify of the same body
+  // 4. long prompts: each P/D proxy's CPU per request, where it goes, and the floors of the same body
   if (phases.has('long-prompt')) {
     const profileDir = values['long-profile'];
     // sims of their own: a 1 MiB prompt is ~260k simulated tokens, over the default context and cache
@@ -648,76 +476,32 @@ try {
       ],
       server: { port: 0, maxBodyBytes: 16 * 2 ** 20 },
     };
-    const longTargets: Array<[string, { url: string; pid: number }]> = [
+    const longTargets: Array<[string, Listening]> = [
       [
         'motor-pd',
         profileDir
-          ? await profiledCoordinator('long-pd', longConfig, profileDir)
+          ? await profiledCoordinator(await configFile('long-pd', longConfig), profileDir, cleanups)
           : await coordinator('long-pd', longConfig).then((c) => ({ url: c.url, pid: c.child.pid! })),
       ],
+      ['node-min-pd', await nodeMin([longPre.url, longDec.url], cleanups)],
     ];
     if (BASELINE_BIN) {
       const c = await coordinator('long-base-pd', longConfig, BASELINE_BIN);
       longTargets.push(['base-pd', { url: c.url, pid: c.child.pid! }]);
     }
-    const tick = clockTick();
-    // each coordinator's background CPU (timers, health probes, scrapes) before it has served anything,
-    // as a rate: subtracted for the wall time of each round, so a slow round on a loaded machine does
-    // not charge it to the requests (measured once: right after a round it would include that round's GC)
-    const idleRates = new Map<string, number>();
-    for (const [n, c] of longTargets) idleRates.set(n, await idleCpuRate(c.pid, 3000));
-    report.longPrompt = {};
-    console.log(
-      `\nlong prompts (P/D NIXL handoff, prefix-affinity; ${longRequests} non-stream requests ${longConcurrency} at a time per size, target and round after ${longWarmup} warm-up; ` +
-        `load ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')})`,
+    report.longPrompt = await runLongPrompt(
+      {
+        model: MODEL,
+        maxTokens,
+        sizesKiB: values['long-sizes'].split(',').map(Number),
+        requests: Number(values['long-requests']),
+        warmup: Number(values['long-warmup']),
+        concurrency: Number(values['long-concurrency']),
+        rounds,
+        targets: longTargets,
+      },
+      cleanups,
     );
-    console.log('size      target      round  coordinator CPU ms/req  parse+stringify ms  ratio');
-    const pools = new Map(
-      longTargets.map(([n, c]) => [n, new Pool(c.url, { connections: longConcurrency })]),
-    );
-    cleanups.push(async () => void (await Promise.all([...pools.values()].map((p) => p.close()))));
-    // warm-up: `--long-warmup` small requests per target, so that V8 has optimised the per-request path
-    // (after the 10 requests this phase used to send, a 2 KiB P/D request cost 2-3x its warm CPU),
-    // then 20 of each size before its rounds
-    const small = longChatBody(2048);
-    for (const p of pools.values()) await postLongMany(p, small, longWarmup);
-    for (const kib of longSizes) {
-      const text = longChatBody(kib * 1024);
-      for (const p of pools.values()) await postLongMany(p, text, 20);
-      const ratios = new Map<string, number[]>(longTargets.map(([n]) => [n, []]));
-      const cpu = new Map<string, number[]>(longTargets.map(([n]) => [n, []]));
-      const floors: number[] = [];
-      for (let r = 0; r < rounds; r++) {
-        const floor = parseStringifyMs(text);
-        floors.push(floor);
-        // targets take turns going first (an identical build measured second read ~1.5× higher)
-        for (const [n, c] of r % 2 === 0 ? longTargets : [...longTargets].reverse()) {
-          const idleRate = idleRates.get(n)!;
-          const t0 = performance.now();
-          const before = await cpuTicks(c.pid);
-          await postLongMany(pools.get(n)!, text, longRequests);
-          const after = await cpuTicks(c.pid);
-          const background = (idleRate * (performance.now() - t0)) / longRequests;
-          const msPer = (ticks: number): number => (ticks * (1000 / tick)) / longRequests;
-          const system = msPer(after.system - before.system);
-          const perRequest = Math.max(0, msPer(after.user - before.user) + system - background);
-          cpu.get(n)!.push(perRequest);
-          ratios.get(n)!.push(perRequest / floor);
-          console.log(
-            `${`${(text.length / 1024).toFixed(0)} KiB`.padEnd(9)} ${n.padEnd(11)} ${String(r + 1).padStart(5)} ${perRequest.toFixed(2).padStart(23)} ${floor.toFixed(2).padStart(19)} ${(perRequest / floor).toFixed(2).padStart(6)}   (system ${system.toFixed(2)}, background ${background.toFixed(2)} subtracted)`,
-          );
-        }
-      }
-      const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-      const row: Record<string, unknown> = { bytes: text.length, parseStringifyMs: floors };
-      for (const [n] of longTargets) {
-        row[n] = { cpuMsPerRequest: cpu.get(n), ratio: ratios.get(n), medianRatio: med(ratios.get(n)!) };
-        console.log(
-          `${(text.length / 1024).toFixed(0)} KiB ${n}: median ratio ${med(ratios.get(n)!).toFixed(2)} (goal ≤ 1.5)`,
-        );
-      }
-      (report.longPrompt as Record<string, unknown>)[`${kib}KiB`] = row;
-    }
     if (profileDir) console.log(`coordinator CPU profile: written to ${profileDir} when it stops`);
   }
   if (values.json) await writeFile(values.json, JSON.stringify(report, null, 2));
