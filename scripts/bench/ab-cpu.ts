@@ -1,21 +1,24 @@
 /**
- * Paired CPU A/B of two coordinator builds (issue 19): coordinator CPU per request, resolving a few %.
+ * Paired CPU A/B of two coordinator builds (issue 19): coordinator CPU per request, side by side.
  * Both coordinators (`bin/motor.js` of two built checkouts, or one build with two configs) run on the
  * same `motor sim` processes (`--time-scale 0`: no model time) with bench:overhead's single or P/D
- * config; every server is pinned to `--server-cpus` (0) and wrk to `--wrk-cpus` (1) with taskset (when
- * another benchmark holds core 0, swap them). After a warm-up (V8 must
- * optimise the hot path), wrk drives A and B in turns (A B B A A B …, so neither is always first)
+ * config; every server is pinned to `--server-cpus` (0) and wrk to `--wrk-cpus` (1) with taskset
+ * (when another benchmark holds core 0, swap them). After a warm-up (V8 must optimise the hot
+ * path), wrk drives A and B in turns (A B B A A B …, so neither is always first)
  * for `--runs` × `--duration` s each; per run CPU µs per request = Δ(utime+stime) of the
  * coordinator (/proc/<pid>/stat, all threads) ÷ requests wrk completed (a round where either target
  * completed none, a machine stalled by other work, is dropped and counted). Reported per target:
  * the median and lower quartile over runs, min–max, req/s; and the B/A ratio of medians and of lower
- * quartiles, and the median of the paired per-round ratios. With the load average: on a busy
- * machine CPU per request rises (less batching per event-loop turn) and the spread widens.
+ * quartiles, and the median of the paired per-round ratios, with the load average. On a busy
+ * machine (other benchmarks on the same cores) CPU per request rises up to 3× from round to round
+ * and an A/A run differs by ±5–10 %: take several runs (short rounds pair better than long ones);
+ * a `node --cpu-prof` profile of both builds tells where a difference is.
  *
  *   npm run build && npx tsx scripts/bench/ab-cpu.ts --a DIR --b DIR [--mode single|pd] [--stream]
- *     [--runs 10] [--duration 2] [--connections 64] [--max-tokens 16] [--warmup 3]
- *     [--a-config JSON] [--b-config JSON] [--server-cpus 0] [--wrk-cpus 1]
- *   --a / --b: built checkouts (default: this one); the sims run from A's build.
+ *     [--runs 20] [--duration 1] [--connections 64] [--max-tokens 16] [--warmup 4]
+ *     [--sims DIR] [--a-config JSON] [--b-config JSON] [--server-cpus 0] [--wrk-cpus 1]
+ *   --a / --b: built checkouts (default: this one). --sims DIR: the build the sims run from (default:
+ *     this one: 6e16f0a's P/D sims served ~40 req/s at ms of coordinator CPU per request).
  *   --a-config / --b-config: JSON merged over the coordinator config of that target, e.g.
  *     --b-config '{"observability":{"accessLog":false}}' to price the access log on one build.
  *   --warmup: seconds of wrk per target before the runs (twice, alternating).
@@ -34,13 +37,14 @@ const { values } = parseArgs({
   options: {
     a: { type: 'string', default: '.' },
     b: { type: 'string', default: '.' },
+    sims: { type: 'string', default: '.' },
     mode: { type: 'string', default: 'single' },
     stream: { type: 'boolean', default: false },
-    runs: { type: 'string', default: '10' },
-    duration: { type: 'string', default: '2' },
+    runs: { type: 'string', default: '20' },
+    duration: { type: 'string', default: '1' },
     connections: { type: 'string', default: '64' },
     'max-tokens': { type: 'string', default: '16' },
-    warmup: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '4' },
     'a-config': { type: 'string', default: '{}' },
     'b-config': { type: 'string', default: '{}' },
     'server-cpus': { type: 'string', default: '0' },
@@ -147,7 +151,7 @@ try {
         '--ledger-max',
         '0',
       ].concat(['--max-num-seqs', '20000']),
-      targets[0]!.bin,
+      binOf(values.sims),
     );
   const NIXL = { kv_connector: 'NixlConnector' };
   const sims = await Promise.all(mode === 'single' ? [sim('union')] : [sim('prefill'), sim('decode')]);
