@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MarkerScan } from './marker-scan.js';
 import { rewriteResponseObject, SseRelay, withoutTrailingNullKv } from './sse-relay.js';
 
 const chunk = (s: string): Buffer => Buffer.from(s);
@@ -81,12 +82,44 @@ describe('SseRelay', () => {
       tok('a'),
       { sawDone: true },
     ],
+    [
+      'frames then [DONE] across two chunks',
+      [tok('a') + tok('b').slice(0, 5), tok('b').slice(5) + 'data: [DONE]\n\n'],
+      tok('a') + tok('b'),
+      { sawDone: true, pending: 0 },
+    ],
+    [
+      '[DONE] then the start of another frame',
+      [tok('a') + 'data: [DONE]\n\ndata: {"x"'],
+      tok('a'),
+      { sawDone: true, pending: 10 },
+    ],
   ])('%s', (_name, chunks, expected, flags) => {
     const { text, relay } = run(chunks);
     expect(text).toBe(expected);
     if (flags.sawDone !== undefined) expect(relay.sawDone).toBe(flags.sawDone);
     if (flags.upstreamError !== undefined) expect(relay.upstreamError).toBe(flags.upstreamError);
     if (flags.pending !== undefined) expect(relay.pendingBytes).toBe(flags.pending);
+  });
+
+  describe('scans each byte for markers once', () => {
+    afterEach(() => vi.restoreAllMocks());
+    const answer = [tok('a'), tok('b'), frame({ id: 'x', choices: [], usage: { prompt_tokens: 1 } })];
+    it.each<[string, string[]]>([
+      // (the whole-answer chunk was scanned three times: as a chunk, as frames, as the frames before [DONE])
+      ['a whole answer in one chunk', [answer.join('') + 'data: [DONE]\n\n']],
+      ['a frame per chunk', [...answer, 'data: [DONE]\n\n']],
+      [
+        'frames cut across chunks',
+        [answer.join('').slice(0, 40), answer.join('').slice(40) + 'data: [DONE]\n\n'],
+      ],
+    ])('%s', (_name, chunks) => {
+      const test = vi.spyOn(MarkerScan.prototype, 'test');
+      const { text } = run(chunks);
+      expect(text).toBe(answer.join(''));
+      const scanned = test.mock.calls.reduce((sum, [buf]) => sum + buf.length, 0);
+      expect(scanned).toBeLessThanOrEqual(answer.join('').length);
+    });
   });
 
   it('merges cached tokens into the usage chunk only', () => {

@@ -79,6 +79,14 @@ export function withoutTrailingNullKv(buf: Buffer): Buffer | null {
   return Buffer.concat([buf.subarray(0, start), CLOSE_BRACE]);
 }
 
+/** Whether `buf` ends with `tail` (compared in JS: a native call costs more for a few bytes). */
+function endsWith(buf: Buffer, tail: Buffer): boolean {
+  const at = buf.length - tail.length;
+  if (at < 0) return false;
+  for (let k = tail.length - 1; k >= 0; k--) if (buf[at + k] !== tail[k]) return false;
+  return true;
+}
+
 /**
  * Passes an upstream SSE byte stream through with minimal re-parsing. A chunk made of whole frames
  * that carries none of the markers below is forwarded as the same Buffer (no copy, no JSON parse);
@@ -99,43 +107,35 @@ export class SseRelay {
 
   constructor(private readonly rw: ResponseRewrite) {}
 
-  /** Bytes to forward for this upstream chunk (null: nothing yet). */
+  /**
+   * Bytes to forward for this upstream chunk (null: nothing yet). Each byte is scanned for markers
+   * once: a chunk holding a whole answer (an engine or sim that is ahead of the network) ends with
+   * `[DONE]`, so that case is told from the chunk's end before any scan (scanning the chunk first,
+   * then the frames before `[DONE]`, cost two more passes over every byte, issue 19).
+   */
   push(chunk: Buffer): Buffer | null {
-    if (
-      this.carry === null &&
-      chunk.length >= 2 &&
-      chunk[chunk.length - 1] === 10 &&
-      chunk[chunk.length - 2] === 10
-    ) {
-      if (!this.needsWork(chunk)) return chunk;
-    }
     const data = this.carry === null ? chunk : Buffer.concat([this.carry, chunk]);
-    const lastSep = data.lastIndexOf(SEP);
+    const n = data.length;
+    // (a chunk of whole frames, the usual case, needs no search for its last separator)
+    const lastSep = n >= 2 && data[n - 1] === 10 && data[n - 2] === 10 ? n - 2 : data.lastIndexOf(SEP);
     if (lastSep < 0) {
       this.carry = data;
       return null;
     }
     const whole = lastSep + 2;
-    this.carry = whole < data.length ? data.subarray(whole) : null;
-    const frames = data.subarray(0, whole);
-    if (!this.needsWork(frames)) return frames;
-    // The usual last chunk: plain frames then `data: [DONE]`. Checking the frames before it as one
-    // buffer costs a few scans instead of six per frame.
-    if (
-      whole === data.length &&
-      frames.length >= DONE_FRAME.length &&
-      frames.subarray(whole - DONE_FRAME.length).equals(DONE_FRAME)
-    ) {
-      const before = frames.subarray(0, whole - DONE_FRAME.length);
-      const n = before.length;
+    this.carry = whole < n ? data.subarray(whole) : null;
+    const frames = whole === n ? data : data.subarray(0, whole);
+    if (endsWith(frames, DONE_FRAME)) {
+      // The usual last chunk: plain frames then `data: [DONE]`, checked as one buffer.
+      const b = whole - DONE_FRAME.length;
       // (a blank line before [DONE] takes the frame-by-frame path, which drops it)
       const clean =
-        n === 0 || (n >= 3 && before[n - 1] === 10 && before[n - 2] === 10 && before[n - 3] !== 10);
-      if (clean && !this.needsWork(before)) {
+        b === 0 || (b >= 3 && frames[b - 1] === 10 && frames[b - 2] === 10 && frames[b - 3] !== 10);
+      if (clean && (b === 0 || !this.needsWork(frames.subarray(0, b)))) {
         this.sawDone = true;
-        return before.length === 0 ? null : before;
+        return b === 0 ? null : frames.subarray(0, b);
       }
-    }
+    } else if (!this.needsWork(frames)) return frames;
     const out: Buffer[] = [];
     let start = 0;
     while (start < whole) {
