@@ -14,7 +14,7 @@
  * and an A/A run differs by ±5–10 %: take several runs (short rounds pair better than long ones);
  * a `node --cpu-prof` profile of both builds tells where a difference is.
  *
- *   npm run build && npx tsx scripts/bench/ab-cpu.ts --a DIR --b DIR [--mode single|pd] [--stream]
+ *   npm run bench:ab-cpu -- --a DIR --b DIR [--mode single|pd] [--stream]
  *     [--runs 20] [--duration 1] [--connections 64] [--max-tokens 16] [--warmup 4]
  *     [--sims DIR] [--a-config JSON] [--b-config JSON] [--server-cpus 0] [--wrk-cpus 1]
  *   --a / --b: built checkouts (default: this one). --sims DIR: the build the sims run from (default:
