@@ -11,15 +11,36 @@ export interface UpstreamOptions {
   credentials?: ReadonlyMap<string, EngineCredentials>;
 }
 
+/**
+ * A request body: serialised, or the buffers that make it in order (a leg spliced from the client's
+ * bytes, json-splice.ts), sent without joining them when that is cheaper (`undiciBody`).
+ */
+export type UpstreamBody = string | Buffer | readonly Buffer[];
+
 export interface UpstreamRequest {
   method?: 'POST' | 'GET';
   path: string;
-  /** A leg body: serialised, or spliced from the client's bytes (json-splice.ts). */
-  body?: string | Buffer;
+  body?: UpstreamBody;
   headers?: Record<string, string>;
   signal?: AbortSignal | UpstreamAbort;
   /** An admin-optional engine route (SGLang `/abort_request`): the instance's admin key, else its api key. */
   admin?: boolean;
+}
+
+/**
+ * Bodies of fewer bytes go as one joined Buffer: undici writes a Buffer with its headers in one
+ * `writev`, but an iterable through an async loop with one socket write per chunk (client-h1.js
+ * `writeIterable`), which costs more than joining a small body (a pooled, already touched copy).
+ */
+const LIST_MIN_BYTES = 16 * 1024;
+
+/** A body's length: bytes, or characters for a string (the upload-refusal rule takes either). */
+export function bodyLength(body: UpstreamBody | undefined): number {
+  if (body === undefined) return 0;
+  if (typeof body === 'string' || Buffer.isBuffer(body)) return body.length;
+  let bytes = 0;
+  for (const part of body) bytes += part.length;
+  return bytes;
 }
 
 /**
@@ -77,6 +98,13 @@ export class Upstreams {
     const { origin, base } = this.target(instance.url);
     let headers =
       req.body !== undefined ? { 'content-type': 'application/json', ...req.headers } : req.headers;
+    let body = req.body;
+    if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) {
+      const bytes = bodyLength(body);
+      if (body.length > 1 && bytes >= LIST_MIN_BYTES)
+        headers = { ...headers, 'content-length': String(bytes) };
+      else body = body.length === 1 ? body[0]! : Buffer.concat(body, bytes);
+    }
     const keys = this.opts.credentials?.get(instance.id);
     if (keys) {
       // One key on every call satisfies both engines: vLLM guards /v1*, SGLang all but /health*,
@@ -88,7 +116,8 @@ export class Upstreams {
       method: req.method ?? 'POST',
       path: base + req.path,
       headers,
-      body: req.body,
+      // undici writes an iterable chunk by chunk under the given content-length (Dispatcher.md `body`)
+      body: body as Dispatcher.DispatchOptions['body'],
       signal: req.signal,
     });
   }
