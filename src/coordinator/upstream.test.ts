@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bodyLength, Upstreams, type UpstreamBody } from './upstream.js';
+import { bodyLength, UpstreamAbort, Upstreams, type UpstreamBody } from './upstream.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -11,7 +11,13 @@ interface Received {
 
 describe('Upstreams.request bodies on the wire', () => {
   const received: Received[] = [];
+  let stalled: (() => void) | null = null;
   const server = createServer((req, res) => {
+    if (req.url === '/stall') {
+      req.pause(); // never reads: the upload fills the socket buffers and waits for a drain
+      stalled?.();
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -62,5 +68,20 @@ describe('Upstreams.request bodies on the wire', () => {
       expect(headers['content-type']).toBe('application/json');
     }
     expect(bodyLength(body)).toBe(typeof body === 'string' ? body.length : joined.length);
+  });
+
+  it('a list body cut mid-upload by an abort fails the request; the pool serves the next one', async () => {
+    const big = Buffer.alloc(8 * 1024 * 1024, 0x20);
+    const body = [big.subarray(0, 4096), big.subarray(4096), Buffer.from('{}')];
+    const arrived = new Promise<void>((r) => (stalled = r));
+    const ctl = new UpstreamAbort();
+    const cut = upstreams.request(instance, { path: '/stall', body, signal: ctl });
+    await arrived;
+    ctl.abort();
+    await expect(cut).rejects.toThrow();
+    received.length = 0;
+    const res = await upstreams.request(instance, { path: '/v1/chat/completions', body: [client, client] });
+    await res.body.text();
+    expect(received[0]!.body.length).toBe(2 * client.length);
   });
 });
