@@ -13,7 +13,7 @@ export interface UpstreamOptions {
 
 /**
  * A request body: serialised, or the buffers that make it in order (a leg spliced from the client's
- * bytes, json-splice.ts), sent without joining them when that is cheaper (`undiciBody`).
+ * bytes, json-splice.ts), sent without joining them when that is cheaper (`LIST_MIN_BYTES`).
  */
 export type UpstreamBody = string | Buffer | readonly Buffer[];
 
