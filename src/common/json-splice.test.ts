@@ -48,7 +48,7 @@ describe('spliceJson', () => {
     const { source, value } = sourceOf(text);
     expect(source).not.toBeNull();
     const changed = change(value);
-    const out = spliceJson(source!, changed).toString();
+    const out = Buffer.concat(spliceJson(source!, changed)).toString();
     const expected = JSON.parse(
       JSON.stringify(changed, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)),
     ) as unknown;
@@ -59,11 +59,60 @@ describe('spliceJson', () => {
 
   it('copies kept members byte for byte: the client spelling of numbers survives', () => {
     const { source, value } = sourceOf(BODY);
-    const out = spliceJson(source!, { ...value, max_tokens: 1 }).toString();
+    const out = Buffer.concat(spliceJson(source!, { ...value, max_tokens: 1 })).toString();
     expect(out).toContain('"seed":12345678901234567890'); // JSON.stringify would round it
     expect(out).toContain(BODY.slice(1, BODY.indexOf(',"max_tokens"'))); // one run, as sent
     expect(out.endsWith(',"max_tokens":1}')).toBe(true); // changed keys after the kept ones, once each
     expect(out.match(/"max_tokens"/g)).toHaveLength(1);
+  });
+
+  // a long prompt: every part proportional to it must be a view of the client's bytes, not a copy
+  const prompt = 'x'.repeat(64 * 1024);
+  const LONG = `{"model":"m","messages":[{"role":"user","content":"${prompt}"}],"stream":true,"temperature":0.5}`;
+  it.each<[string, string, Change, string[]]>([
+    [
+      'prefill: members changed (one view from the opening brace; a short run joins the tail)',
+      LONG,
+      (b) => ({ ...b, stream: false, max_tokens: 1 }),
+      ['{"model":"m","messages":[…]', ',"temperature":0.5,"stream":false,"max_tokens":1}'],
+    ],
+    [
+      'decode: members added (the whole body but its closing brace is one view)',
+      LONG,
+      (b) => ({ ...b, kv_transfer_params: { remote_engine_id: 'e' } }),
+      [
+        '{"model":"m","messages":[…],"stream":true,"temperature":0.5',
+        ',"kv_transfer_params":{"remote_engine_id":"e"}}',
+      ],
+    ],
+    [
+      'the first member changed: the brace is written (the byte before the run is a comma)',
+      LONG,
+      (b) => ({ ...b, model: 'n' }),
+      ['{', '"messages":[…],"stream":true,"temperature":0.5', ',"model":"n"}'],
+    ],
+    [
+      'a long run after a changed member takes its comma from the client',
+      `{"model":"m","stream":true,"messages":[{"role":"user","content":"${prompt}"}],"temperature":0.5}`,
+      (b) => ({ ...b, stream: false }),
+      ['{"model":"m"', ',"messages":[…],"temperature":0.5', ',"stream":false}'],
+    ],
+    [
+      'whitespace before a long run: its separator is written',
+      `{"model":"m","stream":true, "messages":[{"role":"user","content":"${prompt}"}],"temperature":0.5}`,
+      (b) => ({ ...b, stream: false }),
+      ['{"model":"m",', '"messages":[…],"temperature":0.5', ',"stream":false}'],
+    ],
+  ])('%s', (_name, text, change, expected) => {
+    const { source, value } = sourceOf(text);
+    const parts = spliceJson(source!, change(value));
+    const shown = parts.map((p) => p.toString().replace(/\[\{"role":"user","content":"x+"\}\]/, '[…]'));
+    expect(shown).toEqual(expected);
+    for (const part of parts) {
+      if (part.length > 1024) expect(part.buffer).toBe(source!.bytes.buffer); // a view, no copy
+    }
+    const joined = Buffer.concat(parts).toString();
+    expect(JSON.parse(joined)).toEqual(JSON.parse(JSON.stringify(change(value))));
   });
 
   it.each<[string, string | Buffer]>([

@@ -5,7 +5,7 @@ import { MotorError } from '../../common/motor-error.js';
 import { HOP_HEADER, LOCAL_HOP_ID } from '../hop-header.js';
 import type { Route } from '../route.js';
 import type { SchedulingAdapter, Selection } from '../scheduling-adapter.js';
-import type { Upstreams } from '../upstream.js';
+import { bodyLength, type Upstreams } from '../upstream.js';
 import type { Cancellation } from './cancellation.js';
 import type { AttemptIds, LegInput, LegRole } from './leg-request.js';
 import type { LegTransport, LegTransports } from './leg-transport.js';
@@ -113,7 +113,7 @@ export class Attempt {
     const request = transport.request(instance, input);
     request.headers[HOP_HEADER] = this.session.hops ?? LOCAL_HOP_ID;
     const claim = source.acquire ? source.acquire(instance) : () => {};
-    const leg = new Leg(instance, role, transport, claim, request.body?.length ?? 0);
+    const leg = new Leg(instance, role, transport, claim, bodyLength(request.body));
     this.legs.push(leg);
     leg.tracking = scheduling.beginLeg(
       instance,

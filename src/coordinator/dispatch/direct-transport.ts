@@ -12,7 +12,7 @@ import {
 import type { Instance } from '../instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
-import { legBodyText, type AttemptIds, type LegInput, type LegRequest } from './leg-request.js';
+import { legBody, type AttemptIds, type LegInput, type LegRequest } from './leg-request.js';
 import {
   prefillProtocolError,
   type LegTransport,
@@ -48,7 +48,7 @@ export class DirectTransport implements LegTransport {
     });
     if (!built.ok) throw new MotorError('internal', `${instance.id}: ${built.message}`);
     return {
-      body: legBodyText(built.body, input.source),
+      body: legBody(built.body, input.source),
       headers: { ...built.headers, 'x-request-id': input.dispatch.engine_request_id },
     };
   }

@@ -280,7 +280,9 @@ export class DispatchHarness {
 
   /** One upstream request: the engine script decides; an abort closes it like undici does. */
   private leg(instance: Instance, req: UpstreamRequest): Promise<ResponseData> {
-    const body = JSON.parse(req.body?.toString() ?? '{}') as Record<string, unknown>;
+    const sent = req.body ?? '{}';
+    const text = typeof sent === 'string' || Buffer.isBuffer(sent) ? sent : Buffer.concat(sent);
+    const body = JSON.parse(text.toString()) as Record<string, unknown>;
     const envelope = body._motor_dispatch as { role?: string } | undefined;
     const call: LegCall = {
       instanceId: instance.id,

@@ -9,6 +9,7 @@ import {
 } from '../../protocol/index.js';
 import type { Instance } from '../instance-source.js';
 import type { Route } from '../route.js';
+import type { UpstreamBody } from '../upstream.js';
 
 /** Ids of one attempt (DESIGN.md §2). */
 export interface AttemptIds {
@@ -72,17 +73,15 @@ export interface LegInput {
 
 /** One leg as sent: the serialised body and its headers (`x-request-id`, engine headers). */
 export interface LegRequest {
-  body: string | Buffer;
+  body: UpstreamBody;
   headers: Record<string, string>;
 }
 
 /**
  * A leg's body as sent: spliced from the client's bytes when the leg has them (the members the leg
- * keeps are copied, the ones it adds or changes serialised: issue 19), else serialised whole.
+ * keeps are views of those bytes, the ones it adds or changes serialised: issue 19), else
+ * serialised whole.
  */
-export function legBodyText(
-  body: Record<string, unknown>,
-  source: JsonSource | null | undefined,
-): string | Buffer {
+export function legBody(body: Record<string, unknown>, source: JsonSource | null | undefined): UpstreamBody {
   return source ? spliceJson(source, body) : stringifyWithBigInt(body);
 }

@@ -11,7 +11,7 @@ import {
 import type { Instance } from '../instance-source.js';
 import type { MotorError } from '../../common/motor-error.js';
 import type { PdFlow } from '../route.js';
-import { legBodyText, type AttemptIds, type LegInput, type LegRequest } from './leg-request.js';
+import { legBody, type AttemptIds, type LegInput, type LegRequest } from './leg-request.js';
 import {
   prefillProtocolError,
   type LegTransport,
@@ -27,7 +27,7 @@ export class ProxyTransport implements LegTransport {
     const body: Record<string, unknown> = { ...input.body, [MOTOR_DISPATCH_KEY]: input.dispatch };
     if (input.prefillResult) body[MOTOR_PREFILL_RESULT_KEY] = input.prefillResult;
     const headers = { 'x-request-id': input.dispatch.engine_request_id, ...this.deps.peerSecrets?.header };
-    return { body: legBodyText(body, input.source), headers };
+    return { body: legBody(body, input.source), headers };
   }
 
   /** The proxy answers a bare PrefillResult, or a response object carrying one under its key. */
