@@ -10,18 +10,18 @@ export class FrameTemplate {
   static readonly PROBE = '\u0000motor-probe';
   private static readonly PROBE_JSON = JSON.stringify(FrameTemplate.PROBE);
 
-  /** The same bytes as 32-bit little-endian words, compared four bytes at a time. */
-  private readonly prefixWords: Uint32Array;
-  private readonly suffixWords: Uint32Array;
+  /**
+   * The same bytes as 32-bit little-endian words, compared four bytes at a time; made by the first
+   * `textAt` (most templates are candidates that never read a frame: issue 19, ~3 per answer).
+   */
+  private prefixWords: Uint32Array | null = null;
+  private suffixWords: Uint32Array | null = null;
 
   /** `prefix`, `suffix`: views of the frame it was learnt from (a template lives as long as its answer's frames). */
   private constructor(
     private readonly prefix: Buffer,
     private readonly suffix: Buffer,
-  ) {
-    this.prefixWords = wordsOf(prefix);
-    this.suffixWords = wordsOf(suffix);
-  }
+  ) {}
 
   /**
    * The template around the string value that follows the last `key` in `frame` (`key` is the
@@ -61,7 +61,7 @@ export class FrameTemplate {
     const n = buf.length;
     const plen = prefix.length;
     if (from + plen + 2 + suffix.length > n) return null;
-    if (!sameBytes(buf, from, prefix, this.prefixWords)) return null;
+    if (!sameBytes(buf, from, prefix, (this.prefixWords ??= wordsOf(prefix)))) return null;
     const open = from + plen;
     if (buf[open] !== 0x22) return null;
     let escaped = false;
@@ -78,7 +78,7 @@ export class FrameTemplate {
     const at = close + 1;
     const end = at + suffix.length;
     if (end > n) return null;
-    if (!sameBytes(buf, at, suffix, this.suffixWords)) return null;
+    if (!sameBytes(buf, at, suffix, (this.suffixWords ??= wordsOf(suffix)))) return null;
     if (end === n) this.next = n;
     else if (buf[end] === 0x0a && buf[end + 1] === 0x0a) this.next = end + 2;
     else return null;

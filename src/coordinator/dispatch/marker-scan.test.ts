@@ -6,6 +6,21 @@ const MARKERS = ['data: [DONE]', 'data: {"error"', '"recomputed"', '"_motor_', '
 );
 const scan = new MarkerScan(MARKERS);
 const includesAny = (buf: Buffer): boolean => MARKERS.some((m) => buf.includes(m));
+/** `anchorIn` by definition: the least anchor (first `"` or `[`) of a marker's first occurrence from `from`. */
+const firstAnchor = (buf: Buffer, from: number): number => {
+  let best = -1;
+  for (const m of MARKERS) {
+    const at =
+      m.indexOf('"') < 0
+        ? m.indexOf('[')
+        : m.indexOf('[') < 0
+          ? m.indexOf('"')
+          : Math.min(m.indexOf('"'), m.indexOf('['));
+    const k = buf.indexOf(m, from);
+    if (k >= 0 && (best < 0 || k + at < best)) best = k + at;
+  }
+  return best;
+};
 
 describe('MarkerScan', () => {
   it.each<[string, string, boolean]>([
@@ -26,10 +41,23 @@ describe('MarkerScan', () => {
   ])('%s', (_name, text, want) => {
     const buf = Buffer.from(text);
     expect(includesAny(buf)).toBe(want); // the table means what it says
-    expect(scan.test(buf)).toBe(want);
+    expect(scan.anchorIn(buf) >= 0).toBe(want);
   });
 
-  it('answers as one Buffer.includes per marker on generated input', () => {
+  it.each<[string, string, number, number]>([
+    ['none', 'data: {"id":"x"}\n\n', 0, -1],
+    ['at its anchor, not its start', 'data: {"id":"x"}\n\ndata: [DONE]\n\n', 0, 24],
+    ['the first of two', '{"usage":{},"_motor_x":1}', 0, 1],
+    ['from past the first', '{"usage":{},"_motor_x":1}', 2, 12],
+    ['one starting before `from` is not found', '{"usage":{}}', 2, -1],
+    ['anchor not first (token_ids")', '{"prompt_token_ids":[1]}', 0, 18],
+  ])('anchorIn: %s', (_name, text, from, want) => {
+    const buf = Buffer.from(text);
+    expect(firstAnchor(buf, from)).toBe(want); // the table means what it says
+    expect(scan.anchorIn(buf, from)).toBe(want);
+  });
+
+  it('answers as one Buffer.includes per marker (and anchorIn as its definition) on generated input', () => {
     // deterministic pseudo-random splices of marker pieces, quotes and brackets into JSON-ish text
     let seed = 7;
     const rnd = (n: number): number => {
@@ -56,7 +84,8 @@ describe('MarkerScan', () => {
       for (let k = 0; k < parts; k++) text += pieces[rnd(pieces.length)];
       const buf = Buffer.from(text);
       const want = includesAny(buf);
-      if (scan.test(buf) === want) agree++;
+      const from = rnd(buf.length + 1);
+      if (scan.anchorIn(buf) >= 0 === want && scan.anchorIn(buf, from) === firstAnchor(buf, from)) agree++;
       if (want) found++;
     }
     expect(agree).toBe(20_000);

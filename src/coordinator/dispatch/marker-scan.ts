@@ -1,10 +1,11 @@
 /**
- * "Does this buffer contain any of these byte strings?" in one pass over the bytes, instead of one
- * `Buffer.includes` per marker (issue 19: the relay checked each SSE chunk for up to seven markers,
- * seven native calls over the same few hundred bytes). Every marker holds an anchor byte — its first
- * `"` or `[` — and only at those bytes are markers compared, so a chunk costs one JS loop over its
- * bytes plus a few comparisons per quote. The answer is exactly `markers.some((m) => buf.includes(m))`
- * (marker-scan.test.ts checks it against that on generated input).
+ * "Does this buffer contain any of these byte strings, and where?" in one pass over the bytes,
+ * instead of one `Buffer.includes` per marker (issue 19: the relay checked each SSE chunk for up to
+ * seven markers, seven native calls over the same few hundred bytes). Every marker holds an anchor
+ * byte — its first `"` or `[` — and only at those bytes are markers compared, so a chunk costs one JS
+ * loop over its bytes plus a few comparisons per quote. Whether one is found is exactly
+ * `markers.some((m) => buf.includes(m))`, and where is defined by `indexOf` too (marker-scan.test.ts
+ * checks both on generated input).
  */
 
 interface Anchored {
@@ -42,30 +43,34 @@ export class MarkerScan {
     }
   }
 
-  /** Whether `buf` contains any of the markers. */
-  test(buf: Buffer): boolean {
+  /**
+   * Where the first marker occurrence starting at or after `from` has its anchor byte, else -1 (none
+   * in `buf`): the least `buf.indexOf(m, from) + (m's anchor index)` over the markers found. The scan
+   * stops there: a caller scanning on from past that occurrence scans each byte once.
+   */
+  anchorIn(buf: Buffer, from = 0): number {
     const n = buf.length;
     const quoted = this.quoted;
     const bracketed = this.bracketed;
-    for (let i = 0; i < n; i++) {
+    for (let i = from; i < n; i++) {
       const c = buf[i];
       if (c === QUOTE) {
-        for (let k = 0; k < quoted.length; k++) if (matchesAt(buf, i, quoted[k]!)) return true;
+        for (let k = 0; k < quoted.length; k++) if (matchesAt(buf, from, i, quoted[k]!)) return i;
       } else if (c === BRACKET) {
-        for (let k = 0; k < bracketed.length; k++) if (matchesAt(buf, i, bracketed[k]!)) return true;
+        for (let k = 0; k < bracketed.length; k++) if (matchesAt(buf, from, i, bracketed[k]!)) return i;
       }
     }
-    return false;
+    return -1;
   }
 }
 
-/** Whether marker `m` occurs in `buf` with its anchor byte at `i`. */
-function matchesAt(buf: Buffer, i: number, m: Anchored): boolean {
+/** Whether marker `m` occurs in `buf` at or after `from` with its anchor byte at `i`. */
+function matchesAt(buf: Buffer, from: number, i: number, m: Anchored): boolean {
   if ((m.after >= 0 && buf[i + 1] !== m.after) || (m.before >= 0 && buf[i - 1] !== m.before)) return false;
   const start = i - m.at;
   const bytes = m.bytes;
   const len = bytes.length;
-  if (start < 0 || start + len > buf.length) return false;
+  if (start < from || start + len > buf.length) return false;
   for (let j = 0; j < len; j++) if (buf[start + j] !== bytes[j]) return false;
   return true;
 }

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MarkerScan } from './marker-scan.js';
-import { rewriteResponseObject, SseRelay, withoutTrailingNullKv } from './sse-relay.js';
+import { type ResponseRewrite, rewriteResponseObject, SseRelay, withoutTrailingNullKv } from './sse-relay.js';
 
 const chunk = (s: string): Buffer => Buffer.from(s);
 const frame = (obj: unknown): string => `data: ${JSON.stringify(obj)}\n\n`;
 const tok = (t: string) => frame({ id: 'x', choices: [{ index: 0, delta: { content: t } }] });
 
-function run(chunks: string[], rw = { cachedTokens: null as number | null, stripTokenIds: true }) {
+function run(chunks: string[], rw: ResponseRewrite = { cachedTokens: null, stripTokenIds: true }) {
   const relay = new SseRelay(rw);
   const out: Buffer[] = [];
   const inputs = chunks.map(chunk);
@@ -104,21 +104,91 @@ describe('SseRelay', () => {
 
   describe('scans each byte for markers once', () => {
     afterEach(() => vi.restoreAllMocks());
-    const answer = [tok('a'), tok('b'), frame({ id: 'x', choices: [], usage: { prompt_tokens: 1 } })];
-    it.each<[string, string[]]>([
+    const usage = frame({ id: 'x', choices: [], usage: { prompt_tokens: 1 } });
+    const answer = [tok('a'), tok('b'), usage];
+    const SINGLE = { cachedTokens: null, stripTokenIds: true };
+    // P/D: the usage frame takes the prefill's cached tokens, so the chunk goes frame by frame
+    const PD = { cachedTokens: 8, stripTokenIds: true };
+    const pdOut =
+      tok('a') +
+      tok('b') +
+      frame({
+        id: 'x',
+        choices: [],
+        usage: { prompt_tokens: 1, prompt_tokens_details: { cached_tokens: 8 } },
+      });
+    const whole = answer.join('');
+    it.each<[string, string[], ResponseRewrite, string]>([
       // (the whole-answer chunk was scanned three times: as a chunk, as frames, as the frames before [DONE])
-      ['a whole answer in one chunk', [answer.join('') + 'data: [DONE]\n\n']],
-      ['a frame per chunk', [...answer, 'data: [DONE]\n\n']],
+      ['a whole answer in one chunk', [whole + 'data: [DONE]\n\n'], SINGLE, whole],
+      ['a frame per chunk', [...answer, 'data: [DONE]\n\n'], SINGLE, whole],
+      ['frames cut across chunks', [whole.slice(0, 40), whole.slice(40) + 'data: [DONE]\n\n'], SINGLE, whole],
+      // (a chunk with a frame to rewrite was scanned twice: as a chunk, then frame by frame)
+      ['P/D: a whole answer in one chunk', [whole + 'data: [DONE]\n\n'], PD, pdOut],
+      ['P/D: a whole answer without [DONE]', [whole], PD, pdOut],
       [
-        'frames cut across chunks',
-        [answer.join('').slice(0, 40), answer.join('').slice(40) + 'data: [DONE]\n\n'],
+        'P/D: frames cut across chunks',
+        [whole.slice(0, 40), whole.slice(40) + 'data: [DONE]\n\n'],
+        PD,
+        pdOut,
       ],
-    ])('%s', (_name, chunks) => {
-      const test = vi.spyOn(MarkerScan.prototype, 'test');
-      const { text } = run(chunks);
-      expect(text).toBe(answer.join(''));
-      const scanned = test.mock.calls.reduce((sum, [buf]) => sum + buf.length, 0);
-      expect(scanned).toBeLessThanOrEqual(answer.join('').length);
+      [
+        'P/D: two frames to rewrite and a blank line before [DONE]',
+        [frame({ id: 'x', _motor_x: 1 }) + whole + '\ndata: [DONE]\n\n'],
+        PD,
+        frame({ id: 'x' }) + pdOut,
+      ],
+    ])('%s', (_name, chunks, rw, want) => {
+      const anchorIn = vi.spyOn(MarkerScan.prototype, 'anchorIn');
+      const { text } = run(chunks, rw);
+      expect(text).toBe(want);
+      // a scan stops at the marker it finds
+      const scanned = anchorIn.mock.calls.reduce((sum, [buf, from = 0], k) => {
+        const found = anchorIn.mock.results[k]!.value as number;
+        return sum + Math.max(0, (found < 0 ? buf.length : found + 1) - from);
+      }, 0);
+      expect(scanned).toBeLessThanOrEqual(chunks.join('').length);
+    });
+  });
+
+  describe('a chunk of frames relays as its frames would one by one', () => {
+    const usage = frame({ id: 'x', choices: [], usage: { prompt_tokens: 4, prompt_tokens_details: null } });
+    const kv = frame({ id: 'x', choices: [], kv_transfer_params: { a: 1 } });
+    const motor = frame({ id: 'x', _motor_y: 2, choices: [] });
+    const ids = frame({ id: 'x', choices: [{ index: 0, text: 't', token_ids: [3] }] });
+    const error = frame({ error: { message: 'boom' } });
+    const recomputed = frame({
+      id: 'x',
+      choices: [{ index: 0, finish_reason: 'stop', stop_reason: 'recomputed' }],
+    });
+    const done = 'data: [DONE]\n\n';
+    const rws = [
+      { cachedTokens: null, stripTokenIds: true },
+      { cachedTokens: 8, stripTokenIds: true },
+      { cachedTokens: 8, stripTokenIds: false },
+    ];
+    it.each<[string, string[]]>([
+      ['no marker', [tok('a'), tok('b'), tok('c')]],
+      ['usage last, then [DONE]', [tok('a'), tok('b'), usage, done]],
+      ['marks in a row', [kv, motor, ids, usage, done]],
+      ['marks apart', [tok('a'), kv, tok('b'), tok('c'), ids, tok('d'), usage, tok('e'), done]],
+      ['a mark first and last', [motor, tok('a'), tok('b'), usage]],
+      ['an error frame among rewrites', [tok('a'), ids, error, tok('b'), usage, done]],
+      ['a recomputed end', [tok('a'), usage, recomputed, done]],
+      ['frames after [DONE]', [tok('a'), done, usage, tok('b')]],
+      ['[DONE] as text', [tok('data: [DONE]'), tok('a'), usage]],
+    ])('%s', (_name, frames) => {
+      for (const rw of rws) {
+        const one = run(frames, rw);
+        const joined = frames.join('');
+        // one chunk, and every cut into two
+        for (let cut = 0; cut < joined.length; cut += cut === 0 ? 1 : 7) {
+          const got = run(cut === 0 ? [joined] : [joined.slice(0, cut), joined.slice(cut)], rw);
+          expect(got.text, `cut ${cut}, ${JSON.stringify(rw)}`).toBe(one.text);
+          for (const flag of ['sawDone', 'upstreamError', 'recomputed', 'pendingBytes'] as const)
+            expect(got.relay[flag], flag).toBe(one.relay[flag]);
+        }
+      }
     });
   });
 

@@ -53,6 +53,9 @@ const RELAY_SCANS: readonly MarkerScan[] = [0, 1, 2, 3].map((key) => {
   const stripTokenIds = (key & 1) !== 0;
   const marks = [DONE, ERROR_PREFIX, RECOMPUTED_MARK, ...clientForbiddenMarks('coordinator', stripTokenIds)];
   if ((key & 2) !== 0) marks.push(MARK_USAGE);
+  // push() finds a marked frame from where the marker is: no marker may hold a separator's or a
+  // blank line's byte
+  if (marks.some((m) => m.includes(10) || m.includes(13))) throw new Error('an SSE marker holds a newline');
   return new MarkerScan(marks);
 });
 const relayScanFor = (rw: ResponseRewrite): MarkerScan =>
@@ -111,7 +114,10 @@ export class SseRelay {
    * Bytes to forward for this upstream chunk (null: nothing yet). Each byte is scanned for markers
    * once: a chunk holding a whole answer (an engine or sim that is ahead of the network) ends with
    * `[DONE]`, so that case is told from the chunk's end before any scan (scanning the chunk first,
-   * then the frames before `[DONE]`, cost two more passes over every byte, issue 19).
+   * then the frames before `[DONE]`, cost two more passes over every byte, issue 19); and a chunk
+   * that needs work goes frame by frame knowing where the scan found a marker, scanning on past a
+   * marked frame only (a rescan of each frame was a second pass over a P/D answer, whose usage frame
+   * takes the prefill's cached tokens).
    */
   push(chunk: Buffer): Buffer | null {
     const data = this.carry === null ? chunk : Buffer.concat([this.carry, chunk]);
@@ -125,17 +131,26 @@ export class SseRelay {
     const whole = lastSep + 2;
     this.carry = whole < n ? data.subarray(whole) : null;
     const frames = whole === n ? data : data.subarray(0, whole);
+    const scan = relayScanFor(this.rw);
+    let mark: number;
     if (endsWith(frames, DONE_FRAME)) {
       // The usual last chunk: plain frames then `data: [DONE]`, checked as one buffer.
       const b = whole - DONE_FRAME.length;
       // (a blank line before [DONE] takes the frame-by-frame path, which drops it)
       const clean =
         b === 0 || (b >= 3 && frames[b - 1] === 10 && frames[b - 2] === 10 && frames[b - 3] !== 10);
-      if (clean && (b === 0 || !this.needsWork(frames.subarray(0, b)))) {
-        this.sawDone = true;
-        return b === 0 ? null : frames.subarray(0, b);
-      }
-    } else if (!this.needsWork(frames)) return frames;
+      if (clean) {
+        // (a mark in the frames before [DONE] is at the same place in `frames`)
+        mark = b === 0 ? -1 : scan.anchorIn(frames.subarray(0, b));
+        if (mark < 0) {
+          this.sawDone = true;
+          return b === 0 ? null : frames.subarray(0, b);
+        }
+      } else mark = scan.anchorIn(frames);
+    } else {
+      mark = scan.anchorIn(frames);
+      if (mark < 0) return frames;
+    }
     const out: Buffer[] = [];
     let start = 0;
     while (start < whole) {
@@ -144,7 +159,11 @@ export class SseRelay {
       if (end < 0) end = whole;
       const frame = frames.subarray(start, end);
       start = end + 2;
-      const rewritten = this.frame(frame);
+      // No marker spans a separator (none holds a newline): the frame holds one iff the first one
+      // found since the last marked frame lies before its end.
+      const marked = mark >= 0 && mark < end;
+      if (marked) mark = scan.anchorIn(frames, start);
+      const rewritten = this.frame(frame, marked);
       if (rewritten !== null) out.push(rewritten, SEP);
     }
     return out.length === 0 ? null : Buffer.concat(out);
@@ -155,18 +174,17 @@ export class SseRelay {
     return this.carry?.length ?? 0;
   }
 
-  /** Any marker of a frame that needs a look (one pass over the bytes, marker-scan.ts). */
-  private needsWork(buf: Buffer): boolean {
-    return relayScanFor(this.rw).test(buf);
-  }
-
-  /** One frame without its separator → bytes to forward, or null to drop it. */
-  private frame(raw: Buffer): Buffer | null {
+  /**
+   * One frame without its separator → bytes to forward, or null to drop it. `marked`: it holds a
+   * marker (`[DONE]` is one), so it may need a look.
+   */
+  private frame(raw: Buffer, marked: boolean): Buffer | null {
     // Extra blank lines between frames (an engine writing "\n\n\n") are not part of the frame.
     let blank = 0;
     while (blank < raw.length && (raw[blank] === 10 || raw[blank] === 13)) blank++;
     const frame = blank === 0 ? raw : raw.subarray(blank);
     if (frame.length === 0) return null;
+    if (!marked) return frame;
     if (
       frame.equals(DONE) ||
       (frame.subarray(0, DONE.length).equals(DONE) && frame.subarray(DONE.length).toString().trim() === '')
@@ -174,7 +192,6 @@ export class SseRelay {
       this.sawDone = true;
       return null;
     }
-    if (!this.needsWork(frame)) return frame;
     const text = frame.toString('utf8');
     if (!text.startsWith('data:')) return frame;
     const json = text.slice(5).trim();
