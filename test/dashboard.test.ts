@@ -30,14 +30,17 @@ describe('dashboard (headless Chromium)', () => {
   let chromium: HeadlessChromium;
 
   beforeAll(async () => {
-    const [browser, ...started] = await Promise.all([
-      launchChromium(),
+    // settled, not Promise.all: when Chromium fails to launch, the sims still starting must be
+    // registered before afterAll stops them (they outlived the run otherwise)
+    const results = await Promise.allSettled([
       startSim({ role: 'prefill' }),
       startSim({ role: 'decode' }),
       startSim({ role: 'decode' }),
     ]);
-    chromium = browser;
-    sims = started;
+    const browser = await Promise.allSettled([launchChromium()]);
+    for (const r of [...browser, ...results]) if (r.status === 'rejected') throw r.reason;
+    chromium = (browser[0] as PromiseFulfilledResult<HeadlessChromium>).value;
+    sims = results.map((r) => (r as PromiseFulfilledResult<MotorChild>).value);
     coord = await startCoordinatorProcess({
       instances: [
         {
