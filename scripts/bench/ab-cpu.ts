@@ -32,6 +32,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../../src/cluster/motor-child.js';
 import { mergeDeep } from '../../src/config/merge-deep.js';
+import { benchSimArgs } from './overhead-servers.js';
 
 const { values } = parseArgs({
   options: {
@@ -137,22 +138,7 @@ function wrk(url: string, s: number): { requests: number; rps: number } {
 
 try {
   const sim = (role: string): Promise<MotorChild> =>
-    motor(
-      [
-        'sim',
-        '--port',
-        '0',
-        '--role',
-        role,
-        '--time-scale',
-        '0',
-        '--record-max',
-        '0',
-        '--ledger-max',
-        '0',
-      ].concat(['--max-num-seqs', '20000']),
-      binOf(values.sims),
-    );
+    motor(benchSimArgs(role, ['--max-num-seqs', '20000']), binOf(values.sims));
   const NIXL = { kv_connector: 'NixlConnector' };
   const sims = await Promise.all(mode === 'single' ? [sim('union')] : [sim('prefill'), sim('decode')]);
   // bench:overhead's single and P/D targets

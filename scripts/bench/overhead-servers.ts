@@ -24,6 +24,22 @@ export function which(bin: string): string | null {
   return null;
 }
 export const TASKSET = which('taskset');
+
+/** `motor sim` arguments of every benchmark sim: no model time, no request records or ledger kept. */
+export const benchSimArgs = (role: string, extra: readonly string[] = []): string[] => [
+  'sim',
+  '--port',
+  '0',
+  '--role',
+  role,
+  '--time-scale',
+  '0',
+  '--record-max',
+  '0',
+  '--ledger-max',
+  '0',
+  ...extra,
+];
 /** Pins every thread of `pid` to `cpus` (no-op without taskset). */
 export function pin(pid: number | undefined, cpus: string): void {
   if (TASKSET && pid) execFileSync(TASKSET, ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });

@@ -69,6 +69,7 @@ import { runLatency, type Send } from './overhead-latency.js';
 import { runLongPrompt } from './overhead-long-prompt.js';
 import {
   TASKSET,
+  benchSimArgs,
   nodeMin,
   pin,
   profiledCoordinator,
@@ -139,21 +140,7 @@ async function motor(args: string[], bin?: string): Promise<MotorChild> {
   cleanups.push(() => c.stop());
   return c;
 }
-const sim = (role: string, extra: string[] = []): Promise<MotorChild> =>
-  motor([
-    'sim',
-    '--port',
-    '0',
-    '--role',
-    role,
-    '--time-scale',
-    '0',
-    '--record-max',
-    '0',
-    '--ledger-max',
-    '0',
-    ...extra,
-  ]);
+const sim = (role: string, extra: string[] = []): Promise<MotorChild> => motor(benchSimArgs(role, extra));
 async function configFile(name: string, config: Record<string, unknown>): Promise<string> {
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, stringify({ server: { port: 0 }, ...config }));
