@@ -47,6 +47,7 @@ export class KvEventSubscriber {
   private readonly observer: KvEventsObserver;
   private readonly now: () => number;
   private readonly s: KvSubscriberStatus;
+  private stopped = false;
 
   constructor(
     readonly instance: string,
@@ -83,8 +84,17 @@ export class KvEventSubscriber {
     }
   }
 
+  /**
+   * No message reaches the index after this (the hub has dropped the instance): one the transport
+   * had already received, or a replay still in flight, would otherwise store its blocks again.
+   */
+  stop(): void {
+    this.stopped = true;
+  }
+
   /** One live message (exported for tests with a scripted transport). */
   async receive(m: KvEventMessage): Promise<void> {
+    if (this.stopped) return;
     const last = this.s.lastSeq;
     if (last !== null && m.seq <= last) {
       // Replays arrive on their own socket, so the live stream never repeats: the engine restarted.
@@ -118,6 +128,7 @@ export class KvEventSubscriber {
   }
 
   private apply(m: KvEventMessage): void {
+    if (this.stopped) return;
     this.s.lastSeq = m.seq;
     let batch: KvEventBatch;
     try {

@@ -9,20 +9,30 @@ class PushTransport implements KvEventTransport {
   closed = false;
   private readonly queue: Array<KvEventMessage | Error> = [];
   private wake: (() => void) | null = null;
-  constructor(readonly ep: KvEventsEndpoint) {}
+  /** Resolves when `live` has ended: every message queued before `close` was handed out. */
+  readonly ended: Promise<void>;
+  private markEnded: () => void = () => {};
+  constructor(readonly ep: KvEventsEndpoint) {
+    this.ended = new Promise<void>((r) => (this.markEnded = r));
+  }
   push(m: KvEventMessage | Error): void {
     this.queue.push(m);
     this.wake?.();
   }
+  // like a ZeroMQ socket, messages received before close are still handed out
   async *live(): AsyncIterable<KvEventMessage> {
-    for (;;) {
-      while (this.queue.length > 0) {
-        const m = this.queue.shift()!;
-        if (m instanceof Error) throw m;
-        yield m;
+    try {
+      for (;;) {
+        while (this.queue.length > 0) {
+          const m = this.queue.shift()!;
+          if (m instanceof Error) throw m;
+          yield m;
+        }
+        if (this.closed) return;
+        await new Promise<void>((r) => (this.wake = r));
       }
-      if (this.closed) return;
-      await new Promise<void>((r) => (this.wake = r));
+    } finally {
+      this.markEnded();
     }
   }
   replay(): Promise<KvEventMessage[]> {
@@ -80,6 +90,18 @@ describe('KvEventsHub', () => {
     expect(Object.fromEntries(hub.index.prefixMatch([1n, 2n]))).toEqual({ b: 1 });
     await hub.close();
     expect(opened[1]!.closed).toBe(true);
+  });
+
+  it('a message already received when its instance is removed does not store blocks again', async () => {
+    const { hub, opened, ep } = setup();
+    hub.sync([{ id: 'a', kvEvents: ep(1) }]);
+    opened[0]!.push(stored(0, 1));
+    await until(hub, [1n], { a: 1 });
+    opened[0]!.push(stored(1, 2)); // received, not yet applied
+    hub.sync([]);
+    await opened[0]!.ended;
+    expect(hub.index.blocksOf('a')).toBe(0);
+    await hub.close();
   });
 
   it('re-subscribes when the endpoint changes', async () => {

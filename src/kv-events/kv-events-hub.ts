@@ -116,6 +116,7 @@ export class KvEventsHub {
     if (r === undefined) return;
     this.running.delete(id);
     clearTimeout(r.timer);
+    r.sub.stop();
     r.transport.close();
     this.index.clearInstance(id);
   }
