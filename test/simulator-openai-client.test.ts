@@ -1,0 +1,65 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMotor, type MotorProcess } from './helpers/motor-process.js';
+
+/** The real `openai` client against a `motor sim` process: the shapes its helpers parse. */
+let sim: MotorProcess;
+let client: OpenAI;
+beforeAll(async () => {
+  sim = await startMotor(['sim', '--time-scale', '0', '--port', '0']);
+  client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+});
+afterAll(async () => {
+  await sim?.stop();
+});
+
+describe('openai client ↔ motor sim', () => {
+  it.each([false, true])(
+    'runTools() calls the function tool and ends with text (stream %s)',
+    async (stream) => {
+      const calls: unknown[] = [];
+      const tools = [
+        {
+          type: 'function' as const,
+          function: {
+            name: 'get_weather',
+            description: 'weather for a city',
+            parameters: {
+              type: 'object',
+              properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+              required: ['city', 'unit'],
+            },
+            function: (args: { city: string; unit: string }) => {
+              calls.push(args);
+              return { temperature: 21, unit: args.unit };
+            },
+            parse: (s: string) => JSON.parse(s) as { city: string; unit: string },
+          },
+        },
+      ];
+      const messages = [{ role: 'user' as const, content: 'What is the weather in Paris? Use get_weather.' }];
+      const runner = stream
+        ? client.chat.completions.runTools({
+            model: 'motor-sim-7b',
+            messages,
+            tools,
+            stream: true,
+            seed: 3,
+          })
+        : client.chat.completions.runTools({
+            model: 'motor-sim-7b',
+            messages,
+            tools,
+            seed: 3,
+          });
+      const final = await runner.finalChatCompletion();
+      expect(calls).toHaveLength(1);
+      expect(calls[0]).toMatchObject({ unit: 'c' });
+      expect(typeof (calls[0] as { city: string }).city).toBe('string');
+      expect(final.choices[0]!.message.tool_calls ?? []).toHaveLength(0);
+      expect(final.choices[0]!.message.content).toMatch(/\w/);
+      const roles = runner.messages.map((m) => m.role);
+      expect(roles).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    },
+  );
+});
