@@ -323,6 +323,7 @@ function addDebugRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
         long_prefill_token_threshold: opts.longPrefillTokenThreshold,
         kv_lease_ms: core.kv.leaseMs,
         eos_at: opts.eosAt,
+        reasoning_parser: opts.reasoningParser,
         time_scale: opts.timeScale,
         advertised: core.kv.advertised,
         bootstrap_port: sim.bound.bootstrapPort,
