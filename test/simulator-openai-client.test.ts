@@ -1,4 +1,6 @@
 import OpenAI from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMotor, type MotorProcess } from './helpers/motor-process.js';
 
@@ -62,4 +64,38 @@ describe('openai client ↔ motor sim', () => {
       expect(roles).toEqual(['user', 'assistant', 'tool', 'assistant']);
     },
   );
+
+  it('chat.completions.parse() with a zod schema returns a parsed object valid against it', async () => {
+    const Person = z.object({
+      name: z.string(),
+      age: z.number().int().min(18),
+      hobbies: z.array(z.string()).min(1),
+      address: z.object({ city: z.string(), zip: z.string().nullable() }),
+    });
+    const r = await client.chat.completions.parse({
+      model: 'motor-sim-7b',
+      messages: [{ role: 'user', content: 'Invent a person.' }],
+      response_format: zodResponseFormat(Person, 'person'),
+    });
+    const parsed = r.choices[0]!.message.parsed;
+    expect(Person.safeParse(parsed).success).toBe(true);
+    expect(parsed!.age).toBe(18);
+  });
+
+  it('logprobs and n: 2 through the client types', async () => {
+    const r = await client.chat.completions.create({
+      model: 'motor-sim-7b',
+      messages: [{ role: 'user', content: 'Say something.' }],
+      n: 2,
+      max_tokens: 4,
+      logprobs: true,
+      top_logprobs: 2,
+    });
+    expect(r.choices.map((c) => c.index)).toEqual([0, 1]);
+    for (const c of r.choices) {
+      expect(c.logprobs!.content).toHaveLength(4);
+      expect(c.logprobs!.content![0]!.top_logprobs).toHaveLength(2);
+    }
+    expect(r.usage!.completion_tokens).toBe(8);
+  });
 });

@@ -61,6 +61,8 @@ export class ChunkWriter {
     private readonly style: ChatStyle = { reasoningKeys: ['reasoning'] },
     /** chat top_logprobs / completions logprobs; null: no logprobs. */
     private readonly logprobs: number | null = null,
+    /** Completions `echo`: the prompt text. */
+    private readonly echo: string | null = null,
   ) {
     this.chat = kind === 'chat';
     const object = this.chat ? 'chat.completion.chunk' : 'text_completion';
@@ -71,12 +73,11 @@ export class ChunkWriter {
    * Chat: the role chunk of choice `index` (always first). Completion: '' (its first token chunk is
    * first), or an empty chunk carrying `prompt_token_ids`; `echo` (completions): the prompt text.
    */
-  first(promptIds: readonly number[] | null, index = 0, echo: string | null = null): string {
+  first(promptIds: readonly number[] | null, index = 0): string {
     const pti = promptIds ? `,"prompt_token_ids":[${promptIds.join(',')}]` : '';
     if (!this.chat) {
-      if (echo !== null) this.offsets[index] = echo.length;
-      if (!pti && echo === null) return '';
-      return `${this.head}${index},"text":${JSON.stringify(echo ?? '')},"logprobs":null,"finish_reason":null,"stop_reason":null}]${pti}}\n\n`;
+      if (!pti) return '';
+      return `${this.head}${index},"text":"","logprobs":null,"finish_reason":null,"stop_reason":null}]${pti}}\n\n`;
     }
     return `${this.head}${index},"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${pti}}\n\n`;
   }
@@ -94,7 +95,13 @@ export class ChunkWriter {
           : `{"content":[${chatLogprobEntry(c.seed, i, stepText(c, i), this.logprobs)}]}`;
       return `${this.head}${c.index},"delta":${this.chatDelta(c, i, word)},"logprobs":${lp},"finish_reason":${fin}${tid}}]}\n\n`;
     }
-    const text = word ?? JSON.stringify(stepText(c, i));
+    let text = word ?? JSON.stringify(stepText(c, i));
+    // echo: vLLM prepends the prompt to a choice's first delta (completion/serving.py
+    // completion_stream_generator); its text_offset counts from the prompt's end
+    if (i === 0 && this.echo !== null) {
+      text = JSON.stringify(this.echo + stepText(c, 0));
+      this.offsets[c.index] = this.echo.length;
+    }
     let lp = 'null';
     if (this.logprobs !== null) {
       const t = stepText(c, i);

@@ -221,8 +221,10 @@ export class SimCore {
       idStyle: this.opts.engine === 'sglang' ? ('sglang' as const) : ('vllm' as const),
     };
     const maxTokens = bootstrapPrefill ? 1 : g.maxTokens;
-    const first = this.ending(planChoice(gen, 0, context, maxTokens, settings), run.recomputeAfter);
-    return [first];
+    const choices = [];
+    for (let k = 0; k < g.n; k++) choices.push(planChoice(gen, k, context, maxTokens, settings));
+    if (g.n === 1) choices[0] = this.ending(choices[0]!, run.recomputeAfter);
+    return choices;
   }
 
   private onRunError(run: Run, err: unknown): void {

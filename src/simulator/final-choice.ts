@@ -1,9 +1,23 @@
+import { decode } from 'gpt-tokenizer/encoding/cl100k_base';
 import { choiceSteps, type ChoiceOutput } from './answer.js';
 import type { ChatStyle } from './chunk-writer.js';
 import { stepText } from './chunk-writer.js';
 import { chatLogprobEntry, completionLogprobs } from './logprobs.js';
 import type { GenRequest } from './request-body.js';
 import { OUTPUT_VOCAB, outputText } from './tokens.js';
+
+/**
+ * The prompt as `echo` repeats it: its text, or for a token-id prompt the text the ids decode to
+ * (vLLM completion/serving.py prepends the prompt text to the choice's text).
+ */
+export function echoText(g: GenRequest): string {
+  if (g.promptText !== null) return g.promptText;
+  try {
+    return decode(g.promptIds);
+  } catch {
+    return '';
+  }
+}
 
 /** Every output token id of a choice, in order. */
 export function choiceTokenIds(c: ChoiceOutput): number[] {
@@ -68,9 +82,10 @@ export function finalChoice(
       stop_reason: c.end.stopReason,
     };
   } else {
-    const text = c.json !== null ? c.json.text : outputText(contentWords);
+    const out = c.json !== null ? c.json.text : outputText(contentWords);
+    const text = g.echo ? echoText(g) + out : out;
     const logprobs =
-      g.logprobs === null ? null : JSON.parse(completionLogprobs(c.seed, 0, stepTexts(c), g.logprobs, 0));
+      g.logprobs === null ? null : JSON.parse(completionLogprobs(c.seed, 0, stepTexts(c), g.logprobs, g.echo ? echoText(g).length : 0));
     choice = { index: c.index, text, logprobs, finish_reason: c.end.finish, stop_reason: c.end.stopReason };
   }
   if (g.returnTokenIds) {

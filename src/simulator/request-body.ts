@@ -63,9 +63,16 @@ export interface GenRequest {
   format: JsonFormat | null;
   /** Chat `chat_template_kwargs.enable_thinking` (Qwen3's template switch); null: not given. */
   enableThinking: boolean | null;
+  /** Parallel samples (`n`): one choice each (answer.ts choiceSeed). */
+  n: number;
+  /** Completions `echo`: the answer text starts with the prompt. */
+  echo: boolean;
   /** Chat `top_logprobs` when `logprobs: true` (0: the sampled token only); completions `logprobs`; null: none. */
   logprobs: number | null;
 }
+
+/** A bound of the simulator's own (vLLM's is its max_num_seqs): n choices are planned up front. */
+const MAX_N = 128;
 
 function optInt(body: Record<string, unknown>, key: string, min: number): number | null {
   const v = body[key];
@@ -188,8 +195,8 @@ export function parseGenRequest(
 
   const maxTokensRaw = optInt(body, 'max_completion_tokens', 1) ?? optInt(body, 'max_tokens', 1);
   const maxTokens = maxTokensRaw ?? defaults.defaultMaxTokens;
-  const n = optInt(body, 'n', 1);
-  if (n !== null && n > 1) throw new RequestError(400, "'n' > 1 is not supported by the simulator", 'n');
+  const n = optInt(body, 'n', 1) ?? 1;
+  if (n > MAX_N) throw new RequestError(400, `'n' must be <= ${MAX_N}, got ${n}`, 'n');
   const minTokens = optInt(body, 'min_tokens', 0) ?? 0;
   let stop: Set<string> | null = null;
   if (typeof body.stop === 'string') stop = new Set([body.stop]);
@@ -273,6 +280,8 @@ export function parseGenRequest(
     format: parseJsonFormat(body),
     enableThinking,
     logprobs: kind === 'chat' ? chatLogprobs(body) : optInt(body, 'logprobs', 0),
+    n,
+    echo: kind === 'completion' && optBool(body, 'echo'),
   };
 }
 

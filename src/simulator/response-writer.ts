@@ -5,7 +5,7 @@ import type { SimOptions } from './options.js';
 import type { Run } from './run.js';
 import { choiceSteps, choiceTokens, type ChoiceOutput } from './answer.js';
 import { ChunkWriter, type ChatStyle } from './chunk-writer.js';
-import { finalChoice } from './final-choice.js';
+import { echoText, finalChoice } from './final-choice.js';
 import { GenerateChunkWriter, generateFinalBody } from './sglang-generate.js';
 import { endWithEvents, makeUsage, SSE_DONE, writeEvent, type Ending } from './sse.js';
 import type { StepBudget } from './step-budget.js';
@@ -69,6 +69,7 @@ export class ResponseWriter {
       g.returnTokenIds,
       this.style,
       g.logprobs,
+      g.echo ? echoText(g) : null,
     );
   }
 
