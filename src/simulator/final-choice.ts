@@ -85,7 +85,11 @@ export function finalChoice(
     const out = c.json !== null ? c.json.text : outputText(contentWords);
     const text = g.echo ? echoText(g) + out : out;
     const logprobs =
-      g.logprobs === null ? null : JSON.parse(completionLogprobs(c.seed, 0, stepTexts(c), g.logprobs, g.echo ? echoText(g).length : 0));
+      g.logprobs === null
+        ? null
+        : JSON.parse(
+            completionLogprobs(c.seed, 0, stepTexts(c), g.logprobs, g.echo ? echoText(g).length : 0),
+          );
     choice = { index: c.index, text, logprobs, finish_reason: c.end.finish, stop_reason: c.end.stopReason };
   }
   if (g.returnTokenIds) {
