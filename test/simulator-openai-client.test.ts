@@ -98,4 +98,13 @@ describe('openai client ↔ motor sim', () => {
     }
     expect(r.usage!.completion_tokens).toBe(8);
   });
+
+  it('embeddings.create() (the client asks for base64 and decodes it)', async () => {
+    const r = await client.embeddings.create({ model: 'motor-sim-7b', input: ['hello', 'world'] });
+    expect(r.data).toHaveLength(2);
+    const v = r.data[0]!.embedding;
+    expect(v).toHaveLength(384);
+    expect(Math.sqrt(v.reduce((s, x) => s + x * x, 0))).toBeCloseTo(1, 4);
+    expect(r.usage.prompt_tokens).toBe(2);
+  });
 });
