@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { DEFAULT_EMBEDDING_DIMENSIONS } from './embeddings-route.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { post } from './testing.js';
+import { post } from './testing/index.js';
 
 const log = createLogger('sim-embeddings', 'silent');
 let sim: RunningSimulator;

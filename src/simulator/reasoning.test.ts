@@ -4,7 +4,7 @@ import type { SimOptions } from './options.js';
 import { thinkingOn, type ReasoningParser } from './reasoning.js';
 import type { GenRequest } from './request-body.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { chatBody, post, sseEvents } from './testing.js';
+import { chatBody, post, sseEvents } from './testing/index.js';
 
 describe('thinkingOn', () => {
   const g = (kind: GenRequest['kind'], enableThinking: boolean | null) =>

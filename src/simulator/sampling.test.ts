@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { chatBody, post, sseEvents } from './testing.js';
+import { chatBody, post, sseEvents } from './testing/index.js';
 
 /** n > 1, logprobs and echo as vLLM's OpenAI server shapes them (answer.ts, chunk-writer.ts, final-choice.ts). */
 const log = createLogger('sim-sampling', 'silent');

@@ -2,7 +2,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { chatBody, post, sseEvents } from './testing.js';
+import { chatBody, post, sseEvents } from './testing/index.js';
 
 /** Content constrained to JSON (structured-output.ts): valid against the request's schema. */
 const log = createLogger('sim-structured', 'silent');

@@ -2,7 +2,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { post, sseEvents } from './testing.js';
+import { post, sseEvents } from './testing/index.js';
 
 /** Tool calls as vLLM's OpenAI server returns them, non-stream and streamed (tool-request.ts, answer.ts). */
 const log = createLogger('sim-tools', 'silent');
