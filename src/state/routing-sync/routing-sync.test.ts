@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../common/logger.js';
 import { LoadTracker, Scheduler, type SchedulableInstance } from '../../scheduling/index.js';
-import { instance, request } from '../../scheduling/testing.js';
+import { instance, request } from '../../scheduling/testing/index.js';
 import { parseRoutingMessage } from './routing-messages.js';
 import { RoutingSync } from './routing-sync.js';
 import { MemoryBusHub } from './testing/memory-bus.js';
