@@ -65,3 +65,4 @@ export {
   SGLANG_SERVER_INFO_PATHS,
   type SglangServerInfo,
 } from './sglang-server-info.js';
+export { decodeKvLoad, type KvLoad, type KvLoadVerdict } from './kv-load.js';
