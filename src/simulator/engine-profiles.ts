@@ -41,6 +41,8 @@ export interface EngineProfile {
   metaserverIdSuffix: boolean;
   /** RecomputeScheduler's final frame: repeats the last token, carries none, or no such scheduler. */
   recompute: 'repeat-last-token' | 'no-token' | null;
+  /** Chat message / delta key(s) of reasoning text (with a reasoning parser). */
+  reasoningKeys: readonly ReasoningKey[];
   /**
    * NIXL push mode: the decode registers its blocks with the prefill, which writes into them; the
    * default `push_registration_timeout` (ms) a registration waits for that write. null: pull mode.
@@ -49,6 +51,18 @@ export interface EngineProfile {
   /** SGLang's Rust server: the bootstrap registry is served on the HTTP port (no separate one). */
   bootstrapOnHttpPort: boolean;
 }
+
+export type ReasoningKey = 'reasoning' | 'reasoning_content';
+
+/**
+ * vLLM renamed `reasoning_content` to `reasoning` in PR 27752 (merged 2025-10-31, keeping the old
+ * name beside it for compatibility) and removed `reasoning_content` in PR 33402 (merged
+ * 2026-01-30): vllm/entrypoints/openai/chat_completion/protocol.py ChatMessage and
+ * generate/base/protocol.py DeltaMessage (main 2026) carry `reasoning` only. Releases of the
+ * compatibility window (vLLM 0.12–0.15, which vllm-ascend v0.13–v0.16 run on) send both.
+ */
+const REASONING_NEW: readonly ReasoningKey[] = ['reasoning'];
+const REASONING_BOTH: readonly ReasoningKey[] = ['reasoning', 'reasoning_content'];
 
 /** VLLM_NIXL_ABORT_REQUEST_TIMEOUT / VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT default (README facts 13, 26). */
 const ABORT_TIMEOUT_MS = 480_000;
@@ -60,20 +74,22 @@ const DECODER_KV_BLOCKS_TTL_MS = 480_000;
 /** Switches no profile but the push and Rust-server rows turn on. */
 const NOT_PUSH_OR_RUST = { pushRegistrationMs: null, bootstrapOnHttpPort: false } as const;
 
-const ASCEND: Omit<EngineProfile, 'version' | 'handoff' | 'metaserver' | 'metaserverIdSuffix' | 'recompute'> =
-  {
-    ...NOT_PUSH_OR_RUST,
-    engine: 'vllm-ascend',
-    hybridHandoff: null,
-    // VA kv_p2p/mooncake_connector.py MooncakeConnectorScheduler.request_finished, every tag v0.13.0 … main:
-    // params only for FINISHED_LENGTH_CAPPED (hybrid connector on main too).
-    paramsOnEos: false,
-    // VA mooncake_connector.py (v0.13.0–v0.17.0rc1 VLLM_NIXL_…, v0.18.0/main VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT).
-    leaseMs: ABORT_TIMEOUT_MS,
-    heartbeat: false,
-    // vllm-ascend v0.14.0rc1+ runs on vLLM ≥ 0.14 (VL v1/engine/input_processor.py assign_request_id).
-    internalIdSuffix: true,
-  };
+const ASCEND: Omit<
+  EngineProfile,
+  'version' | 'handoff' | 'metaserver' | 'metaserverIdSuffix' | 'recompute' | 'reasoningKeys'
+> = {
+  ...NOT_PUSH_OR_RUST,
+  engine: 'vllm-ascend',
+  hybridHandoff: null,
+  // VA kv_p2p/mooncake_connector.py MooncakeConnectorScheduler.request_finished, every tag v0.13.0 … main:
+  // params only for FINISHED_LENGTH_CAPPED (hybrid connector on main too).
+  paramsOnEos: false,
+  // VA mooncake_connector.py (v0.13.0–v0.17.0rc1 VLLM_NIXL_…, v0.18.0/main VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT).
+  leaseMs: ABORT_TIMEOUT_MS,
+  heartbeat: false,
+  // vllm-ascend v0.14.0rc1+ runs on vLLM ≥ 0.14 (VL v1/engine/input_processor.py assign_request_id).
+  internalIdSuffix: true,
+};
 
 /** Newest first within each engine: the first row of an engine is its default. */
 export const ENGINE_PROFILES: readonly EngineProfile[] = [
@@ -93,6 +109,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: null,
+    reasoningKeys: REASONING_NEW,
   },
   {
     // `kv_connector: NixlPushConnector` (VL kv_connector/factory.py registers it beside NixlPullConnector).
@@ -113,6 +130,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     // NixlPushConnectorScheduler.__init__: push_registration_timeout defaults to decoder_kv_blocks_ttl.
     pushRegistrationMs: DECODER_KV_BLOCKS_TTL_MS,
     bootstrapOnHttpPort: false,
+    reasoningKeys: REASONING_NEW, // the same OpenAI server as nixl-newest
   },
   {
     ...NOT_PUSH_OR_RUST,
@@ -129,6 +147,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: null,
+    reasoningKeys: REASONING_BOTH,
   },
   {
     ...ASCEND,
@@ -142,6 +161,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserverIdSuffix: false,
     // VA core/recompute_scheduler.py _add_recomputed_outputs (v0.15.0rc1 … main): new_token_ids=[].
     recompute: 'no-token',
+    reasoningKeys: REASONING_NEW,
   },
   {
     ...ASCEND,
@@ -151,6 +171,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: 'no-token',
+    reasoningKeys: REASONING_NEW,
   },
   {
     ...ASCEND,
@@ -160,6 +181,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: 'no-token',
+    reasoningKeys: REASONING_NEW,
   },
   {
     ...ASCEND,
@@ -170,6 +192,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.15',
     metaserverIdSuffix: false,
     recompute: 'no-token',
+    reasoningKeys: REASONING_BOTH,
   },
   {
     ...ASCEND,
@@ -181,6 +204,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserverIdSuffix: true,
     // VA core/recompute_scheduler.py update_from_output v0.13.0/v0.14.0rc1: new_token_ids=[last token].
     recompute: 'repeat-last-token',
+    reasoningKeys: REASONING_BOTH,
   },
   {
     ...ASCEND,
@@ -193,6 +217,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.13',
     metaserverIdSuffix: false,
     recompute: 'repeat-last-token',
+    reasoningKeys: REASONING_BOTH,
   },
   {
     ...NOT_PUSH_OR_RUST,
@@ -209,6 +234,8 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: null,
     metaserverIdSuffix: false,
     recompute: null,
+    // SGLang python/sglang/srt/entrypoints/openai/protocol.py ChatMessage / DeltaMessage.
+    reasoningKeys: ['reasoning_content'],
   },
   {
     // SGLang with SGLANG_RUST_SERVER=1 (sgl-project/sglang, index versions of 2026): a prefill serves
@@ -229,6 +256,8 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     recompute: null,
     pushRegistrationMs: null,
     bootstrapOnHttpPort: true,
+    // As the index-001c2ae row; the Rust frontend's reasoning output was not read.
+    reasoningKeys: ['reasoning_content'],
   },
 ];
 
