@@ -135,6 +135,12 @@ export function registerSim(program: Command): void {
       d.kvWaitMs,
     )
     .option(
+      '--push-registration-timeout-ms <ms>',
+      "vllm nixl-push decode: how long a registration waits for the prefill's write (default: the " +
+        "profile's, 480000 = decoder_kv_blocks_ttl)",
+      intArg('--push-registration-timeout-ms', 1),
+    )
+    .option(
       '--bootstrap-timeout-ms <ms>',
       'SGLang: bound on either side waiting for its peer (wall clock)',
       intArg('--bootstrap-timeout-ms', 1),
@@ -285,6 +291,7 @@ export function registerSim(program: Command): void {
         kvTransferMsPerBlock: o.kvTransferMsPerBlock as number,
         kvLeaseMs: (o.kvLeaseMs as number | undefined) ?? null,
         kvWaitMs: o.kvWaitMs as number,
+        pushRegistrationTimeoutMs: (o.pushRegistrationTimeoutMs as number | undefined) ?? null,
         bootstrapTimeoutMs: o.bootstrapTimeoutMs as number,
         bootstrapPort: o.bootstrapPort as number,
         tokenizer: (o.tokenizer as string | undefined) ?? null,

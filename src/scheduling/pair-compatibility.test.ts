@@ -174,3 +174,23 @@ describe('pairs form within one KV connector', () => {
     }
   });
 });
+
+// vLLM keeps `NixlConnector = NixlPullConnector` (…/v1/nixl/connector.py): one wire under two names;
+// a push decode waits for the prefill's WRITE that a pull prefill never does.
+describe('NIXL pull and push', () => {
+  it.each([
+    ['NixlConnector', 'NixlPullConnector', true],
+    ['NixlPullConnector', 'NixlConnector', true],
+    ['NixlConnector', 'NixlPushConnector', false],
+    ['NixlPushConnector', 'NixlPullConnector', false],
+    ['NixlPushConnector', 'NixlPushConnector', true],
+  ])('prefill %s, decode %s: pairs %s', (p, d, pairs) => {
+    const prefill = via('p', 'prefill', p);
+    const decode = via('d', 'decode', d);
+    expect(canPair(prefill, decode)).toBe(pairs);
+    expect(pairableDecodes([decode], (i) => i.dispatch_capabilities)(prefill)).toBe(pairs);
+    // the keyed path (decodes naming different connectors)
+    const mixed = [decode, via('m', 'decode', 'MooncakeConnectorV1')];
+    expect(pairableDecodes(mixed, (i) => i.dispatch_capabilities)(prefill)).toBe(pairs);
+  });
+});

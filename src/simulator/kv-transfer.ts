@@ -151,7 +151,12 @@ export class KvTransfer {
     const host = requireField(kv, 'remote_host', isString, 'a host string');
     const port = requireField(kv, 'remote_port', isPort, 'a port number');
     const engineId = requireField(kv, 'remote_engine_id', isString, 'a string');
-    const blockIds = flatBlockIds(requireField(kv, 'remote_block_ids', isBlockIds, 'an array of block ids'));
+    // Push mode: the decode does not read the prefill's block ids; the prefill learns the decode's
+    // blocks from the registration (VL nixl/push_scheduler.py update_state_after_alloc seeds `()`).
+    const push = this.profile.pushRegistrationMs !== null;
+    const blockIds = push
+      ? null
+      : flatBlockIds(requireField(kv, 'remote_block_ids', isBlockIds, 'an array of block ids'));
     // vllm-ascend v0.13 sends no remote_request_id: both sides use the same external id then.
     const remoteId = isString(kv.remote_request_id) ? kv.remote_request_id : run.internalId;
     const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -166,6 +171,11 @@ export class KvTransfer {
       stopBeats?.();
     }
     const url = `${origin}/internal/kv/pull`;
+    // A push registration waits for the prefill's write up to push_registration_timeout; upstream then
+    // only drops it with a warning, the simulator fails the request (a bounded wait, said in a 500).
+    const waitMs = push
+      ? (this.opts.pushRegistrationTimeoutMs ?? this.profile.pushRegistrationMs!)
+      : this.opts.kvWaitMs;
     let r;
     try {
       r = await this.peers.postJson(
@@ -173,14 +183,20 @@ export class KvTransfer {
         {
           remote_request_id: remoteId,
           remote_engine_id: engineId,
-          remote_block_ids: blockIds,
+          ...(blockIds ? { remote_block_ids: blockIds } : {}),
           requester_engine_id: this.opts.engineId,
         },
-        this.opts.kvWaitMs,
+        waitMs,
         run.signal,
       );
     } catch (err) {
       if (run.signal.aborted) throw new AbortedError(String(run.signal.reason));
+      if (push)
+        throw new SimFailure(
+          500,
+          `KV push registration for request ${run.id} got no write from the prefill within ${waitMs} ms: ${(err as Error).message}`,
+          'push_registration_timeout',
+        );
       throw new SimFailure(
         500,
         `KV transfer failed for request ${run.id}: prefill unreachable: ${(err as Error).message}`,

@@ -47,6 +47,8 @@ export interface SimOptions {
   /** Hold of unread handoff KV; null = the profile's default (480 s abort timeout, 30 s newest NIXL lease). */
   kvLeaseMs: number | null;
   kvWaitMs: number;
+  /** NIXL push decode: how long its registration waits for the prefill's write; null = the profile's. */
+  pushRegistrationTimeoutMs: number | null;
   bootstrapTimeoutMs: number;
   /** SGLang prefill: port of its own bootstrap server (0 = any free port); also what `bootstrap_port: null` means. */
   bootstrapPort: number;
@@ -114,6 +116,7 @@ export function defaultSimOptions(): SimOptions {
     kvTransferMsPerBlock: 0.3,
     kvLeaseMs: null,
     kvWaitMs: 30_000,
+    pushRegistrationTimeoutMs: null,
     bootstrapTimeoutMs: 30_000,
     // SGLang ServerArgs.disaggregation_bootstrap_port default (python/sglang/srt/server_args.py).
     bootstrapPort: 8998,

@@ -46,6 +46,19 @@ describe('parseGenerateRequest / splitGenerateBatch', () => {
     ]);
   });
 
+  it.each([
+    // SGLang io_struct.py GenerateReqInput: a scalar room on a batch is room + i per prompt
+    [7, ['7', '8', '9']],
+    ['9223372036854775800', ['9223372036854775800', '9223372036854775801', '9223372036854775802']],
+    [
+      [5, 3, 1],
+      [5, 3, 1],
+    ],
+  ])('fans a scalar bootstrap_room %o out per prompt', (room, rooms) => {
+    const parts = splitGenerateBatch({ text: ['a', 'b', 'c'], bootstrap_room: room });
+    expect(parts.map((p) => p.bootstrap_room)).toEqual(rooms);
+  });
+
   it('refuses a per-prompt list of the wrong length', () => {
     expect(() => splitGenerateBatch({ text: ['a', 'b'], rid: ['only-one'] })).toThrow(
       /'rid' must have one entry per prompt/,

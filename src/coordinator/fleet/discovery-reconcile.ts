@@ -1,6 +1,7 @@
 import type { ResolvedInstance } from '../../config/coordinator-config.js';
 import {
   resolveSglangBootstrapPort,
+  urlPort,
   type SglangServerInfo,
 } from '../../engine-adapters/sglang-server-info.js';
 import {
@@ -178,21 +179,26 @@ function reconcileSglang(
   }
   const expected = SGLANG_MODE[configured.role];
   const mode = probe.info.disaggregationMode;
+  // SGLang's Rust server lists no ServerArgs in /server_info: its mode cannot be checked there.
+  if (probe.info.rustFrontend && mode === null) {
+    out.notes.push('SGLang Rust server: disaggregation_mode not reported, role not checked');
+    return;
+  }
   if (mode !== expected)
     out.blocked = `role: config says ${configured.role}, SGLang runs disaggregation_mode ${mode ?? 'null'}`;
 }
 
-/**
- * Direct SGLang: the bootstrap port both legs get, reported > configured > 8998 (sgl-project/sglang
- * python/sglang/srt/server_args.py `disaggregation_bootstrap_port`; the bootstrap server is not the HTTP port).
- */
+/** Direct SGLang: the bootstrap port both legs get (the rule: sglang-server-info.ts `resolveSglangBootstrapPort`). */
 function directBootstrap(
   configured: ResolvedInstance,
   info: SglangServerInfo | null,
 ): Pick<DiscoveryOutcome, 'bootstrapPort'> {
   if (configured.mode !== 'direct' || configured.engine !== 'sglang') return {};
   return {
-    bootstrapPort: resolveSglangBootstrapPort(info?.bootstrapPort ?? null, configured.bootstrapPort ?? null),
+    bootstrapPort: resolveSglangBootstrapPort(info, configured.bootstrapPort ?? null, {
+      port: urlPort(configured.url),
+      onHttpPort: configured.bootstrapOnHttpPort === true,
+    }).port,
   };
 }
 

@@ -2,7 +2,7 @@ import type { Logger } from '../../common/logger.js';
 import type { ResolvedInstance } from '../../config/coordinator-config.js';
 import type { DispatchPlan, DispatchProfile, EngineKind } from '../../protocol/index.js';
 import type { HealthProber, InstanceRecord, InstanceRegistration, Registry } from '../../registry/index.js';
-import { resolveSglangBootstrapPort } from '../../engine-adapters/sglang-server-info.js';
+import { resolveSglangBootstrapPort, urlPort } from '../../engine-adapters/sglang-server-info.js';
 import type { DiscoveryOutcome } from './discovery-reconcile.js';
 import type { InstanceDiscovery } from './instance-discovery.js';
 import type { Instance, InstanceSource } from './instance-source.js';
@@ -199,7 +199,10 @@ export class RegistryInstanceSource implements InstanceSource {
     const found = record.source === 'static' ? this.discovery?.outcome(record.id) : undefined;
     if (found) applyOutcome(fields, found);
     if (fields.mode === 'direct' && fields.engine === 'sglang' && fields.bootstrapPort === undefined)
-      fields.bootstrapPort = resolveSglangBootstrapPort(null, null);
+      fields.bootstrapPort = resolveSglangBootstrapPort(null, null, {
+        port: urlPort(fields.url),
+        onHttpPort: configured?.bootstrapOnHttpPort === true,
+      }).port;
     if (!existing) {
       this.byId.set(record.id, { ...fields, inFlight: 0 });
       return;
