@@ -26,13 +26,28 @@ describe('motor classify', () => {
       [],
       /profile:\s+trigger[\s\S]*concurrent_engine_sync/,
     ],
-    ['{"kv_transfer_config":{"kv_connector":"Mystery"}}', [], /profile:\s+unknown[\s\S]*fail closed/],
     ['{}', ['--engine', 'sglang'], /profile:\s+bootstrap[\s\S]*concurrent_engine_sync/],
   ])('%s %o', (config, args, pattern) => {
     const run = classify(config, ...args);
     expect(run.status).toBe(0);
     expect(run.stdout).toMatch(pattern);
   });
+
+  it.each([
+    [
+      '{"kv_transfer_config":{"kv_connector":"Mystery"}}',
+      /'Mystery' is not a P\/D connector Motor knows, so this engine is never paired \(fail closed\)/,
+    ],
+    ['{"kv_transfer_config":{}}', /kv_transfer_config names no kv_connector, so this engine is never paired/],
+  ])(
+    'exits 1 for a config that classifies as unknown, with the reason as a sentence: %s',
+    (config, reason) => {
+      const run = classify(config);
+      expect(run.status).toBe(1);
+      expect(run.stdout).toMatch(/profile:\s+unknown/);
+      expect(run.stdout).toMatch(reason);
+    },
+  );
 
   it('prints JSON', () => {
     const run = classify('{"dispatch_profile":"prefill_handoff_decode"}', '--json');

@@ -8,12 +8,12 @@ import {
 import { DispatchPlan, DispatchProfile } from './enums.js';
 import { configGet, isPlainRecord, normalized, pyRepr, pyStr, pyTruthy } from './python-values.js';
 
-const VLLM_HANDOFF_CONNECTORS: ReadonlySet<string> = new Set([
-  'mooncakeconnectorv1',
-  'mooncakehybridconnector',
-  'nixlconnector',
-]);
-const VLLM_TRIGGER_CONNECTORS: ReadonlySet<string> = new Set(['mooncakelayerwiseconnector']);
+// The seed's whitelists, spelled as vLLM and vllm-ascend register the connectors (vLLM looks a connector
+// up by its exact name; the seed compares lower-cased).
+const VLLM_HANDOFF_CONNECTOR_NAMES = ['MooncakeConnectorV1', 'MooncakeHybridConnector', 'NixlConnector'];
+const VLLM_TRIGGER_CONNECTOR_NAMES = ['MooncakeLayerwiseConnector'];
+const VLLM_HANDOFF_CONNECTORS: ReadonlySet<string> = new Set(VLLM_HANDOFF_CONNECTOR_NAMES.map(normalized));
+const VLLM_TRIGGER_CONNECTORS: ReadonlySet<string> = new Set(VLLM_TRIGGER_CONNECTOR_NAMES.map(normalized));
 
 const ALLOWED_EXPLICIT_PROFILES = [
   DispatchProfile.TRIGGER,
@@ -77,7 +77,7 @@ export function explainVllmDispatchProfile(
 
 function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): ProfileExplanation {
   if (!isPlainRecord(kvTransferConfig)) {
-    return unknown(path, `${path} is missing or not an object`);
+    return unknown(path, `there is no ${path} object, so nothing names the KV connector`);
   }
   const connectorPath = `${path}.${KV_CONNECTOR_KEY}`;
   const connector = normalized(kvTransferConfig[KV_CONNECTOR_KEY]);
@@ -85,11 +85,12 @@ function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): Prof
   // Kept as written: vLLM finds the connector class by the exact name (vllm-project/vllm
   // vllm/distributed/kv_transfer/kv_connector/factory.py, `KVConnectorFactory._registry` is a dict).
   const named = connector === '' ? {} : { kvConnector: pyStr(kvTransferConfig[KV_CONNECTOR_KEY]) };
+  const shown = pyRepr(pyStr(kvTransferConfig[KV_CONNECTOR_KEY]));
   if (VLLM_HANDOFF_CONNECTORS.has(connector)) {
     return {
       profile: DispatchProfile.HANDOFF,
       decidedBy: connectorPath,
-      reason: `${connector} is a handoff connector`,
+      reason: `${shown} is a handoff connector: the decode reads the KV cache the prefill wrote`,
       ...named,
     };
   }
@@ -97,13 +98,15 @@ function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): Prof
     return {
       profile: DispatchProfile.TRIGGER,
       decidedBy: connectorPath,
-      reason: `${connector} is a trigger connector`,
+      reason: `${shown} is a trigger connector: the decode's connector starts the prefill`,
       ...named,
     };
   }
-  const shown =
-    connector === '' ? 'no connector' : `connector ${pyRepr(pyStr(kvTransferConfig[KV_CONNECTOR_KEY]))}`;
-  return { ...unknown(connectorPath, `${shown} is not a known P/D connector (fail closed)`), ...named };
+  const reason =
+    connector === ''
+      ? `${path} names no ${KV_CONNECTOR_KEY}, so this engine is never paired (fail closed)`
+      : `${shown} is not a P/D connector Motor knows, so this engine is never paired (fail closed)`;
+  return { ...unknown(connectorPath, reason), ...named };
 }
 
 function classifyMultiConnector(kvTransferConfig: Record<string, unknown>, path: string): ProfileExplanation {
