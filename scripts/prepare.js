@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, URL } from 'node:url';
 
 const built = existsSync(new URL('../dist/cli/main.js', import.meta.url));
 if (process.env.npm_command === 'exec' && built) process.exit(0);

@@ -74,7 +74,7 @@ const ROWS: [string, string[], RegExp, number][] = [
     BUSY,
     3,
   ],
-  ['up: busy port, checked before any child', ['up', '--port', 'BUSY_PORT'], /in use \(coordinator/, 1],
+  ['up: busy port, checked before any child', ['up', '--port', 'BUSY_PORT'], /in use \(coordinator/, 3],
   [
     'coordinator: missing config file',
     ['coordinator', '-c', 'DIR/none.yaml'],
