@@ -26,6 +26,18 @@ describe('motor classify', () => {
       [],
       /profile:\s+trigger[\s\S]*concurrent_engine_sync/,
     ],
+    // newer vLLM names: a handoff plan in Motor, the seed's strict answer with --seed
+    [
+      '{"kv_transfer_config":{"kv_connector":"NixlPushConnector","kv_role":"kv_producer"}}',
+      [],
+      /profile:\s+handoff[\s\S]*capabilities: prefill_handoff_decode[\s\S]*Motor's superset/,
+    ],
+    [
+      '{"kv_transfer_config":{"kv_connector":"NixlPullConnector"}}',
+      [],
+      /profile:\s+handoff[\s\S]*prefill_handoff_decode/,
+    ],
+    ['{"kv_transfer_config":{"kv_connector":"NixlConnector"}}', ['--seed'], /profile:\s+handoff/],
     ['{}', ['--engine', 'sglang'], /profile:\s+bootstrap[\s\S]*concurrent_engine_sync/],
   ])('%s %o', (config, args, pattern) => {
     const run = classify(config, ...args);
@@ -39,10 +51,12 @@ describe('motor classify', () => {
       /'Mystery' is not a P\/D connector Motor knows, so this engine is never paired \(fail closed\)/,
     ],
     ['{"kv_transfer_config":{}}', /kv_transfer_config names no kv_connector, so this engine is never paired/],
+    // the seed's strict answer for a newer vLLM name
+    ['{"kv_transfer_config":{"kv_connector":"NixlPushConnector"}}', /fail closed/, '--seed'],
   ])(
     'exits 1 for a config that classifies as unknown, with the reason as a sentence: %s',
-    (config, reason) => {
-      const run = classify(config);
+    (config: string, reason: RegExp, ...args: string[]) => {
+      const run = classify(config, ...args);
       expect(run.status).toBe(1);
       expect(run.stdout).toMatch(/profile:\s+unknown/);
       expect(run.stdout).toMatch(reason);
