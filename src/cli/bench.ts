@@ -1,4 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { EXIT_UNAVAILABLE } from './cli-error.js';
 import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { intArg, numberArg } from './number-arg.js';
@@ -334,7 +335,7 @@ async function runBench(flags: BenchFlags): Promise<number> {
         model = await discoverModel(target.url, apiKey);
       } catch (err) {
         process.stderr.write(`motor bench: ${target.name}: ${(err as Error).message}; pass --model\n`);
-        return 2;
+        return EXIT_UNAVAILABLE;
       }
     }
     const run = new BenchRun({
