@@ -7,6 +7,7 @@ import { RequestDrain, type RequestListener } from '../common/request-drain.js';
 import { createLimitedServer } from '../common/server-limits.js';
 import { TakeOnceStore } from '../common/take-once-store.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import { bodyBudget } from '../config/server-section.js';
 import {
   createCoordinatorObservability,
   type InjectedObservability,
@@ -100,7 +101,7 @@ export async function createCoordinatorApp(
       source,
       upstreams,
       log,
-      maxInflightBodyBytes: config.server.maxInflightBodyBytes,
+      bodyBudget: bodyBudget(config.server),
     });
   const triggers = new TakeOnceStore<PendingTrigger>();
   let kvEvents: KvEventsHub | null = null;
