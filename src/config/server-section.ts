@@ -143,8 +143,18 @@ export const serverSectionSchema = z
       .min(0)
       .default(D.maxConnections)
       .describe(
-        'open client connections (0 = no cap); beyond it a connection is answered 503 `too_many_connections` ' +
-          'and closed. Keep it under the file-descriptor limit minus the upstream pools',
+        'open client connections (0 = no cap); at it the oldest connection that has sent no request yet is ' +
+          'closed to make room, else a new one is answered 503 `too_many_connections` and closed; up to 32 ' +
+          'more are let in for `/health`, `/ready` and `/metrics` only. Shed connections are counted in ' +
+          '`motor_connections_shed_total`. Keep it under the file-descriptor limit minus the upstream pools',
+      ),
+    maxConnectionsPerSource: z
+      .int()
+      .min(0)
+      .default(1000)
+      .describe(
+        'open connections one remote address may hold (0 = no limit); more → raw 503, counted. Behind a ' +
+          'load balancer every client shares its address: raise it or set 0',
       ),
   })
   .superRefine((server, ctx) => {

@@ -279,7 +279,12 @@ export async function startCoordinator(
   try {
     // Header, request, keep-alive and idle timeouts and the connection cap (`server.*`).
     const handler = overrides.frontGateway?.(app.handler, (t) => app.ownsTrigger(t)) ?? app.handler;
-    server = createLimitedServer(config.server, handler, log);
+    server = createLimitedServer(config.server, handler, log, {
+      maxPerSource: config.server.maxConnectionsPerSource,
+      // probes and scrapers are still answered while the gateway sheds connections
+      reservedPaths: new Set(['/health', '/ready', '/metrics']),
+      onShed: (reason) => app.observability.metrics.connectionsShed.inc({ reason }),
+    });
     boundUrl = await listen(server, config.server.port, config.server.host);
   } catch (err) {
     await app.close(0);
