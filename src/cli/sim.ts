@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { ENGINE_VERSIONS, resolveProfile } from '../simulator/engine-profiles.js';
 import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
+import { REASONING_PARSERS } from '../simulator/reasoning.js';
 import type { FaultConfig } from '../simulator/faults.js';
 import { listenErrorText } from '../common/os-errors.js';
 import { CliError, EXIT_BAD_INPUT } from './cli-error.js';
@@ -106,6 +107,12 @@ export function registerSim(program: Command): void {
       'the n-th output token of every request is EOS (finish_reason stop; honours min_tokens); 0 = off',
       intArg('--eos-at'),
       d.eosAt,
+    )
+    .addOption(
+      new Option(
+        '--reasoning-parser <name>',
+        'chat answers begin with reasoning text (vLLM/SGLang --reasoning-parser; qwen3: off per request with chat_template_kwargs.enable_thinking=false)',
+      ).choices([...REASONING_PARSERS]),
     )
     .option('--block-size <n>', 'KV block size in tokens', intArg('--block-size', 1), d.blockSize)
     .option('--kv-blocks <n>', 'KV / prefix cache capacity in blocks', intArg('--kv-blocks'), d.kvBlocks)
@@ -272,6 +279,7 @@ export function registerSim(program: Command): void {
         maxModelLen: o.maxModelLen as number,
         defaultMaxTokens: o.defaultMaxTokens as number,
         eosAt: o.eosAt as number,
+        reasoningParser: (o.reasoningParser as SimOptions['reasoningParser'] | undefined) ?? null,
         blockSize: o.blockSize as number,
         kvBlocks: o.kvBlocks as number,
         kvTransferMsPerBlock: o.kvTransferMsPerBlock as number,

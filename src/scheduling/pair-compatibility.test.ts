@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canPair, pairableDecodes } from './pair-compatibility.js';
 import { Scheduler } from './scheduler.js';
 import { seededRandom } from './seeded-random.js';
-import { instance, request } from './testing.js';
+import { instance, request } from './testing/index.js';
 import type { SchedulableInstance } from './types.js';
 
 const SYNC = ['concurrent_engine_sync'];

@@ -5,7 +5,7 @@ import { createLogger } from '../common/logger.js';
 import type { SimEngine } from './engine-profiles.js';
 import type { SimOptions } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { post, sseEvents } from './testing.js';
+import { post, sseEvents } from './testing/index.js';
 
 /**
  * Contract: what the simulator SENDS (handoff prefill params, metaserver calls, recompute frames)

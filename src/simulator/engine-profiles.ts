@@ -40,26 +40,42 @@ export interface EngineProfile {
   metaserverIdSuffix: boolean;
   /** RecomputeScheduler's final frame: repeats the last token, carries none, or no such scheduler. */
   recompute: 'repeat-last-token' | 'no-token' | null;
+  /** Chat message / delta key(s) of reasoning text (with a reasoning parser). */
+  reasoningKeys: readonly ReasoningKey[];
 }
+
+export type ReasoningKey = 'reasoning' | 'reasoning_content';
+
+/**
+ * vLLM renamed `reasoning_content` to `reasoning` in PR 27752 (merged 2025-10-31, keeping the old
+ * name beside it for compatibility) and removed `reasoning_content` in PR 33402 (merged
+ * 2026-01-30): vllm/entrypoints/openai/chat_completion/protocol.py ChatMessage and
+ * generate/base/protocol.py DeltaMessage (main 2026) carry `reasoning` only. Releases of the
+ * compatibility window (vLLM 0.12–0.15, which vllm-ascend v0.13–v0.16 run on) send both.
+ */
+const REASONING_NEW: readonly ReasoningKey[] = ['reasoning'];
+const REASONING_BOTH: readonly ReasoningKey[] = ['reasoning', 'reasoning_content'];
 
 /** VLLM_NIXL_ABORT_REQUEST_TIMEOUT / VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT default (README facts 13, 26). */
 const ABORT_TIMEOUT_MS = 480_000;
 /** Newest NIXL `kv_lease_duration` default, 30 s (VL nixl/base_scheduler.py NixlBaseConnectorScheduler.__init__). */
 const NIXL_LEASE_MS = 30_000;
 
-const ASCEND: Omit<EngineProfile, 'version' | 'handoff' | 'metaserver' | 'metaserverIdSuffix' | 'recompute'> =
-  {
-    engine: 'vllm-ascend',
-    hybridHandoff: null,
-    // VA kv_p2p/mooncake_connector.py MooncakeConnectorScheduler.request_finished, every tag v0.13.0 … main:
-    // params only for FINISHED_LENGTH_CAPPED (hybrid connector on main too).
-    paramsOnEos: false,
-    // VA mooncake_connector.py (v0.13.0–v0.17.0rc1 VLLM_NIXL_…, v0.18.0/main VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT).
-    leaseMs: ABORT_TIMEOUT_MS,
-    heartbeat: false,
-    // vllm-ascend v0.14.0rc1+ runs on vLLM ≥ 0.14 (VL v1/engine/input_processor.py assign_request_id).
-    internalIdSuffix: true,
-  };
+const ASCEND: Omit<
+  EngineProfile,
+  'version' | 'handoff' | 'metaserver' | 'metaserverIdSuffix' | 'recompute' | 'reasoningKeys'
+> = {
+  engine: 'vllm-ascend',
+  hybridHandoff: null,
+  // VA kv_p2p/mooncake_connector.py MooncakeConnectorScheduler.request_finished, every tag v0.13.0 … main:
+  // params only for FINISHED_LENGTH_CAPPED (hybrid connector on main too).
+  paramsOnEos: false,
+  // VA mooncake_connector.py (v0.13.0–v0.17.0rc1 VLLM_NIXL_…, v0.18.0/main VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT).
+  leaseMs: ABORT_TIMEOUT_MS,
+  heartbeat: false,
+  // vllm-ascend v0.14.0rc1+ runs on vLLM ≥ 0.14 (VL v1/engine/input_processor.py assign_request_id).
+  internalIdSuffix: true,
+};
 
 /** Newest first within each engine: the first row of an engine is its default. */
 export const ENGINE_PROFILES: readonly EngineProfile[] = [
@@ -78,6 +94,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: null,
+    reasoningKeys: REASONING_NEW,
   },
   {
     engine: 'vllm',
@@ -93,6 +110,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: null,
+    reasoningKeys: REASONING_BOTH,
   },
   {
     ...ASCEND,
@@ -106,6 +124,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserverIdSuffix: false,
     // VA core/recompute_scheduler.py _add_recomputed_outputs (v0.15.0rc1 … main): new_token_ids=[].
     recompute: 'no-token',
+    reasoningKeys: REASONING_NEW,
   },
   {
     ...ASCEND,
@@ -115,6 +134,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: 'no-token',
+    reasoningKeys: REASONING_NEW,
   },
   {
     ...ASCEND,
@@ -124,6 +144,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.17',
     metaserverIdSuffix: false,
     recompute: 'no-token',
+    reasoningKeys: REASONING_NEW,
   },
   {
     ...ASCEND,
@@ -134,6 +155,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.15',
     metaserverIdSuffix: false,
     recompute: 'no-token',
+    reasoningKeys: REASONING_BOTH,
   },
   {
     ...ASCEND,
@@ -145,6 +167,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserverIdSuffix: true,
     // VA core/recompute_scheduler.py update_from_output v0.13.0/v0.14.0rc1: new_token_ids=[last token].
     recompute: 'repeat-last-token',
+    reasoningKeys: REASONING_BOTH,
   },
   {
     ...ASCEND,
@@ -157,6 +180,7 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: 'v0.13',
     metaserverIdSuffix: false,
     recompute: 'repeat-last-token',
+    reasoningKeys: REASONING_BOTH,
   },
   {
     // SGLang (sgl-project/sglang, code-index version 001c2ae0 of disaggregation/mini_lb.py and
@@ -172,6 +196,8 @@ export const ENGINE_PROFILES: readonly EngineProfile[] = [
     metaserver: null,
     metaserverIdSuffix: false,
     recompute: null,
+    // SGLang python/sglang/srt/entrypoints/openai/protocol.py ChatMessage / DeltaMessage.
+    reasoningKeys: ['reasoning_content'],
   },
 ];
 

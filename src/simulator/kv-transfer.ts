@@ -14,7 +14,6 @@ import type { OutputEnd } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
 import { AbortedError, delay, transferMs, type Scheduler } from './timing.js';
-import { OUTPUT_VOCAB } from './tokens.js';
 
 /** The decode heartbeats only with all of these in its params (VL nixl/base_scheduler.py on_new_request). */
 const HEARTBEAT_FIELDS = ['remote_engine_id', 'remote_request_id', 'remote_host', 'remote_port', 'tp_size'];
@@ -106,7 +105,7 @@ export class KvTransfer {
    * nothing, when an EOS/stop string ended it and the connector only hands over length-capped
    * requests (engine-profiles.ts `paramsOnEos`). A streamed prefill holds its KV all the same.
    */
-  holdForPull(run: Run, words: Uint16Array, end: OutputEnd): Record<string, unknown> | null {
+  holdForPull(run: Run, lastTokenId: number, end: OutputEnd): Record<string, unknown> | null {
     if (end.finish !== 'length' && !this.profile.paramsOnEos) return null;
     const nBlocks = this.blocksFor(run.g);
     const payload = this.payload(run.g, nBlocks);
@@ -121,7 +120,7 @@ export class KvTransfer {
       blockIds: payload.block_ids,
       blockSize: this.opts.blockSize,
       promptTokens: run.g.promptIds.length,
-      lastTokenId: words.length > 0 ? OUTPUT_VOCAB.ids[words[words.length - 1]!]! : 0,
+      lastTokenId,
     });
   }
 

@@ -3,6 +3,7 @@ import type { SimEngine } from './engine-profiles.js';
 import type { BlockHashAlgo } from '../kv-hash/index.js';
 import type { FaultConfig } from './faults.js';
 import type { KvEventsLayout } from './kv-events-publisher.js';
+import type { ReasoningParser } from './reasoning.js';
 
 export type { SimEngine };
 export type SimRole = 'prefill' | 'decode' | 'union';
@@ -37,6 +38,8 @@ export interface SimOptions {
   defaultMaxTokens: number;
   /** The n-th output token of every request is EOS (finish_reason stop), honouring min_tokens; 0 = off. */
   eosAt: number;
+  /** vLLM / SGLang `--reasoning-parser`: chat answers begin with reasoning text (reasoning.ts); null = off. */
+  reasoningParser: ReasoningParser | null;
   // KV / prefix cache
   blockSize: number;
   kvBlocks: number;
@@ -105,6 +108,7 @@ export function defaultSimOptions(): SimOptions {
     maxModelLen: 32768,
     defaultMaxTokens: 16,
     eosAt: 0,
+    reasoningParser: null,
     blockSize: 16,
     kvBlocks: 6144,
     kvTransferMsPerBlock: 0.3,

@@ -19,6 +19,7 @@ import { handleGenerate } from './sglang-generate.js';
 import type { KvEventsPublisher } from './kv-events-publisher.js';
 import { sglangServerInfo } from './sglang-server-info.js';
 import { handleTokenize } from './tokenize-route.js';
+import { handleEmbeddings } from './embeddings-route.js';
 
 export interface RunningSimulator {
   url: string;
@@ -65,7 +66,7 @@ interface SimHttp {
 
 /**
  * Starts a simulator on `host:port` and logs one `listening` line. Routes:
- *   POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics
+ *   POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /health, GET /metrics
  *   SGLang: POST /generate, POST /abort_request, GET /server_info | /get_server_info
  *   GET /debug/info
  *   GET|POST|DELETE /debug/faults           GET|DELETE /debug/recorded       GET|DELETE /debug/requests
@@ -262,6 +263,11 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
       '/internal/kv/release',
       post('/internal/kv/release', (_req, res, text) => internalRelease(core, res, text)),
     );
+  routes.add(
+    'POST',
+    '/v1/embeddings',
+    post('/v1/embeddings', (_req, res, text) => handleEmbeddings(opts, res, text)),
+  );
   // vLLM's tokenize route (SGLang has only a prompt form, at /v1/tokenize): tokenize-route.ts
   if (opts.engine !== 'sglang')
     routes.add(
@@ -323,6 +329,7 @@ function addDebugRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
         long_prefill_token_threshold: opts.longPrefillTokenThreshold,
         kv_lease_ms: core.kv.leaseMs,
         eos_at: opts.eosAt,
+        reasoning_parser: opts.reasoningParser,
         time_scale: opts.timeScale,
         advertised: core.kv.advertised,
         bootstrap_port: sim.bound.bootstrapPort,

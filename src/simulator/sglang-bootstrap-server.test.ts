@@ -3,7 +3,7 @@ import { fixtureBody } from '../../test/fixtures/engines/load.js';
 import { createLogger } from '../common/logger.js';
 import { defaultSimOptions } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { http, idleLedger, post, sseEvents } from './testing.js';
+import { http, idleLedger, post, sseEvents } from './testing/index.js';
 
 const log = createLogger('test', 'silent');
 const MODEL = 'motor-sim-7b';

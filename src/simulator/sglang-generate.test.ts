@@ -5,7 +5,7 @@ import { createLogger } from '../common/logger.js';
 import { defaultSimOptions } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
 import { parseGenerateRequest, splitGenerateBatch } from './sglang-generate.js';
-import { http, idleLedger, post } from './testing.js';
+import { http, idleLedger, post } from './testing/index.js';
 
 const log = createLogger('test', 'silent');
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isPlainObject, sendJson } from '../common/http.js';
 import { HttpError } from '../common/http-error.js';
+import type { ChoiceOutput } from './answer.js';
 import type { PeerClient } from './peer-client.js';
 import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
 import type { Ending, Usage } from './sse.js';
@@ -131,7 +132,12 @@ export class GenerateChunkWriter {
     return '';
   }
 
-  token(word: number, end: Ending | null): string {
+  /** `/generate` has one choice of plain words (no tools or structured output reach it). */
+  step(c: ChoiceOutput, i: number, end: Ending | null): string {
+    return this.token(c.words[i]!, end);
+  }
+
+  private token(word: number, end: Ending | null): string {
     this.text += OUTPUT_VOCAB.json[word]!.slice(1, -1);
     this.ids += (this.n === 0 ? '' : ',') + OUTPUT_VOCAB.ids[word]!;
     this.n++;
