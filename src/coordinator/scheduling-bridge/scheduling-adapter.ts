@@ -139,7 +139,10 @@ export class SchedulingAdapter {
       upstreams: Upstreams;
       log: Logger;
       /** Admission's request-body byte budget (`server.maxInflightBodyBytes` and its shares; default none). */
-      bodyBudget?: Pick<AdmissionOptions, 'maxInflightBodyBytes' | 'bodyReservationBytes' | 'maxClientBodyBytes'>;
+      bodyBudget?: Pick<
+        AdmissionOptions,
+        'maxInflightBodyBytes' | 'bodyReservationBytes' | 'maxClientBodyBytes'
+      >;
     },
   ) {
     const { log } = deps;
