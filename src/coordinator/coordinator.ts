@@ -24,6 +24,7 @@ import { coordinatorPeerSecrets } from './peer-secret-setup.js';
 import { startKvEvents, startKvPredictor } from './kv-events.js';
 import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
 import type { KvPredictor } from './kv-prediction.js';
+import { promptTokenCounter } from './prompt-token-count.js';
 import { CachedTokensSamples } from './doctor/cached-tokens-samples.js';
 import { Doctor } from './doctor/doctor.js';
 import { DOCTOR_PATH, doctorRoute } from './doctor/doctor-route.js';
@@ -162,6 +163,12 @@ export async function createCoordinatorApp(
     scheduling,
     extraRoutes: obs.routes,
     observer: obs.observability,
+    countTokens: promptTokenCounter({
+      source,
+      upstreams,
+      keys: () => kvPredictor?.keys ?? null,
+      timeoutMs: config.timeouts.firstTokenMs,
+    }),
   });
   const managementProviders: ManagementProviders = {
     load: (id) => scheduling.scheduler.loadTracker.get(id),
