@@ -25,6 +25,8 @@ import { startKvEvents, startKvPredictor } from './kv-events.js';
 import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
 import type { KvPredictor } from './kv-prediction.js';
 import { promptTokenCounter } from './prompt-token-count.js';
+import { createResponseStore } from '../state/response-store/index.js';
+import { ResponseStoreMetrics } from '../observability/response-store-metrics.js';
 import { CachedTokensSamples } from './doctor/cached-tokens-samples.js';
 import { Doctor } from './doctor/doctor.js';
 import { DOCTOR_PATH, doctorRoute } from './doctor/doctor-route.js';
@@ -128,6 +130,11 @@ export async function createCoordinatorApp(
     throw err;
   }
   const cachedTokens = new CachedTokensSamples();
+  const responseStore = await createResponseStore(
+    config.responses,
+    new ResponseStoreMetrics(obs.observability.metrics.registry),
+    (err) => log.warn({ err: err.message }, 'response store (Redis) connection failed; retrying'),
+  );
   let url = config.server.publicUrl?.replace(/\/+$/, '') ?? '';
   let boundPort: number | null = null; // instance URLs naming it are refused (control-plane.ts)
   const dispatcher = new Dispatcher({
@@ -169,6 +176,7 @@ export async function createCoordinatorApp(
       keys: () => kvPredictor?.keys ?? null,
       timeoutMs: config.timeouts.firstTokenMs,
     }),
+    responses: { store: responseStore, maxChainDepth: config.responses.maxChainDepth },
   });
   const managementProviders: ManagementProviders = {
     load: (id) => scheduling.scheduler.loadTracker.get(id),
@@ -213,6 +221,7 @@ export async function createCoordinatorApp(
       scheduling.close();
       await kvEvents?.close();
       await kvPredictor?.close();
+      await responseStore?.close();
       await plane?.close();
       await upstreams.close();
       await obs.close();

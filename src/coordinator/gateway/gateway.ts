@@ -30,6 +30,12 @@ import {
 } from '../apis/anthropic-messages/adapter.js';
 import { renderAnthropicError } from '../apis/anthropic-messages/errors.js';
 import { countTokensRoute } from './count-tokens-route.js';
+import {
+  openAiResponsesAdapter,
+  RESPONSES_PATH,
+  type ResponsesDeps,
+} from '../apis/openai-responses/adapter.js';
+import { responsesStoreRoutes } from './responses-routes.js';
 import type { PromptTokenCounter } from '../prompt-token-count.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
@@ -51,6 +57,8 @@ export interface GatewayDeps {
   env?: NodeJS.ProcessEnv;
   /** Prompt token counts (`/v1/messages/count_tokens`); absent = that route says it cannot count. */
   countTokens?: PromptTokenCounter;
+  /** The Responses API's store; absent = none (only `store: false` requests are served). */
+  responses?: ResponsesDeps;
 }
 
 const API_ROUTES: Record<string, ApiKind> = {
@@ -79,6 +87,14 @@ export function createGatewayListener(
     refuse: refuser(deps, renderAnthropicError),
     headerError: anthropicVersionError,
   };
+  const responsesDeps = deps.responses ?? { store: null, maxChainDepth: 1 };
+  const responses: ApiRoute = { adapter: openAiResponsesAdapter(responsesDeps), refuse };
+  const stored = responsesStoreRoutes(
+    responsesDeps.store,
+    apiKeys,
+    deps.config.server.tenantIsolation,
+    refuse,
+  );
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
     .add('GET', '/ready', (_req, res) => {
@@ -95,14 +111,23 @@ export function createGatewayListener(
     })
     .add('POST', `${METASERVER_ROUTE_PREFIX}:token`, metaserverRoute(deps))
     .add('POST', MESSAGES_PATH, (req, res) => completions(req, res, MESSAGES_PATH, 'chat', messages))
-    .add('POST', COUNT_TOKENS_PATH, countTokensRoute(deps, apiKeys, bodies, messages.refuse));
+    .add('POST', COUNT_TOKENS_PATH, countTokensRoute(deps, apiKeys, bodies, messages.refuse))
+    .add('POST', RESPONSES_PATH, (req, res) => completions(req, res, RESPONSES_PATH, 'chat', responses))
+    .add('GET', `${RESPONSES_PATH}/:id`, stored.retrieve)
+    .add('DELETE', `${RESPONSES_PATH}/:id`, stored.remove)
+    .add('GET', `${RESPONSES_PATH}/:id/input_items`, stored.inputItems);
   for (const [path, kind] of Object.entries(API_ROUTES)) {
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }
 
   /** Not in the table: an API path with the wrong method (counted), observability, else 404 (no 405). */
   const noRoute: NoRouteHandler = (req, res, method, path) => {
-    if (API_ROUTES[path] !== undefined || path === MESSAGES_PATH || path === COUNT_TOKENS_PATH) {
+    if (
+      API_ROUTES[path] !== undefined ||
+      path === MESSAGES_PATH ||
+      path === COUNT_TOKENS_PATH ||
+      path === RESPONSES_PATH
+    ) {
       return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
     }
     if (deps.extraRoutes?.(req, res, method, path)) return;
