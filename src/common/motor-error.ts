@@ -52,6 +52,8 @@ export const ERROR_CODES = {
    * instance answered that 508 to a leg: an instance URL points at a coordinator.
    */
   loop_detected: { status: 508, type: 'invalid_request_error', retryable: false },
+  /** The response store (Redis) cannot be reached: `store: true` Responses requests are refused. */
+  store_unavailable: { status: 503, type: 'server_error', retryable: false },
   internal: { status: 500, type: 'server_error', retryable: false },
 } as const satisfies Record<string, { status: number; type: string; retryable: boolean }>;
 

@@ -18,6 +18,7 @@ import { timeoutsSection } from './timeouts-section.js';
 import { kvHashSection } from './kv-hash-section.js';
 import { resolveInstance } from './resolve-instance.js';
 import { migrationSection } from './migration-section.js';
+import { responsesSection } from './responses-section.js';
 import { decodeFirstSection, decodeFirstWarnings } from './decode-first-section.js';
 
 /**
@@ -156,6 +157,7 @@ export const coordinatorConfigSchema = z.strictObject({
     .prefault({})
     .describe('new attempts, only before the first byte reached the client'),
   migration: migrationSection,
+  responses: responsesSection,
   decodeFirst: decodeFirstSection,
   timeouts: timeoutsSection,
   kvHash: kvHashSection,

@@ -24,6 +24,9 @@ import { coordinatorPeerSecrets } from './fleet/peer-secret-setup.js';
 import { startKvEvents, startKvPredictor } from './kv-routing/kv-events.js';
 import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
 import type { KvPredictor } from './kv-routing/kv-prediction.js';
+import { promptTokenCounter } from './prompt-token-count.js';
+import { createResponseStore } from '../state/response-store/index.js';
+import { ResponseStoreMetrics } from '../observability/response-store-metrics.js';
 import { CachedTokensSamples } from './doctor/cached-tokens-samples.js';
 import { Doctor } from './doctor/doctor.js';
 import { DOCTOR_PATH, doctorRoute } from './doctor/doctor-route.js';
@@ -127,6 +130,11 @@ export async function createCoordinatorApp(
     throw err;
   }
   const cachedTokens = new CachedTokensSamples();
+  const responseStore = await createResponseStore(
+    config.responses,
+    new ResponseStoreMetrics(obs.observability.metrics.registry),
+    (err) => log.warn({ err: err.message }, 'response store (Redis) connection failed; retrying'),
+  );
   let url = config.server.publicUrl?.replace(/\/+$/, '') ?? '';
   let boundPort: number | null = null; // instance URLs naming it are refused (control-plane.ts)
   const dispatcher = new Dispatcher({
@@ -162,6 +170,13 @@ export async function createCoordinatorApp(
     scheduling,
     extraRoutes: obs.routes,
     observer: obs.observability,
+    countTokens: promptTokenCounter({
+      source,
+      upstreams,
+      keys: () => kvPredictor?.keys ?? null,
+      timeoutMs: config.timeouts.firstTokenMs,
+    }),
+    responses: { store: responseStore, maxChainDepth: config.responses.maxChainDepth },
   });
   const managementProviders: ManagementProviders = {
     load: (id) => scheduling.scheduler.loadTracker.get(id),
@@ -206,6 +221,7 @@ export async function createCoordinatorApp(
       scheduling.close();
       await kvEvents?.close();
       await kvPredictor?.close();
+      await responseStore?.close();
       await plane?.close();
       await upstreams.close();
       await obs.close();

@@ -11,7 +11,23 @@ import { bodyRefusal, readJsonBody } from './json-body.js';
 import { applyCacheSalt, type TenantSalter } from './tenant-salt.js';
 import type { ClientIdentity } from './client-identity.js';
 import { renderError } from '../../common/http-error.js';
-import { validateClientRequest, type ApiKind } from './request-validation.js';
+import { validateClientRequest, type ApiKind, type ClientRequest } from './request-validation.js';
+import type { ApiAdapter } from '../apis/api-adapter.js';
+import type { ClientSinkLike } from '../dispatch/client-sink.js';
+import { storeTenant } from './store-tenant.js';
+
+/** Where translated requests' legs go: every flow runs chat completions. */
+const CHAT_PATH = '/v1/chat/completions';
+
+/** A client API other than OpenAI chat/completions on this route: its adapter and header checks. */
+export interface ApiRoute {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each adapter has its own Translated
+  readonly adapter: ApiAdapter<any>;
+  /** Renders and counts a refusal in the API's own error shape. */
+  readonly refuse: Refuse;
+  /** A header the API requires in a given form (`anthropic-version`), checked before admission. */
+  readonly headerError?: (req: IncomingMessage) => MotorError | null;
+}
 
 /** An API request refused before dispatch: rendered and counted (motor_requests_total, access log). */
 export type Refuse = (
@@ -21,10 +37,17 @@ export type Refuse = (
   headers?: Readonly<Record<string, string>>,
 ) => void;
 
-export function refuser(deps: Pick<GatewayDeps, 'observer'>): Refuse {
+export function refuser(
+  deps: Pick<GatewayDeps, 'observer'>,
+  render: (
+    res: ServerResponse,
+    err: MotorError,
+    headers?: Readonly<Record<string, string>>,
+  ) => void = renderError,
+): Refuse {
   return (res, path, err, headers) => {
     deps.observer?.rejected?.(path, err.status, err.code);
-    renderError(res, err, headers);
+    render(res, err, headers);
   };
 }
 
@@ -40,12 +63,22 @@ export function completionsRoute(
   bodies: BodyReader,
   refuse: Refuse,
 ) {
-  return async (req: IncomingMessage, res: ServerResponse, path: string, kind: ApiKind): Promise<void> => {
+  return async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    kind: ApiKind,
+    /** Another client API (apis/): its key header, error shape and translation; absent = OpenAI chat/completions. */
+    api?: ApiRoute,
+  ): Promise<void> => {
+    const deny = api?.refuse ?? refuse;
     const loop = hopRefusal(req.headers[HOP_HEADER]); // a leg of this coordinator came back: 508 at once
-    if (loop) return refuse(res, path, loop);
+    if (loop) return deny(res, path, loop);
     // the token is also the rate limiter's key (anonymous callers share the key '')
-    const apiKey = bearerToken(req);
-    if (!apiKeys.allows(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
+    const apiKey = api ? api.adapter.apiKey(req) : bearerToken(req);
+    if (!apiKeys.allows(apiKey)) return deny(res, path, unauthorizedError(), BEARER_CHALLENGE);
+    const early = api?.headerError?.(req);
+    if (early) return deny(res, path, early);
     // Admission before the body is read: a bounded part of a declared length is counted against the
     // body budget, the rest as it arrives, within the client's share. 429 (rate limit, share) / 503
     // (full) with Retry-After. The request's one cancellation covers the wait in the queue too (a
@@ -53,7 +86,7 @@ export function completionsRoute(
     const oversize = bodies.declaredTooLarge(req);
     if (oversize !== null) {
       const { error, headers } = bodyRefusal(oversize);
-      return refuse(res, path, error, headers);
+      return deny(res, path, error, headers);
     }
     const cancellation = new RequestCancellation(res);
     const admitted = deps.scheduling.admission.tryAcquire({
@@ -69,7 +102,7 @@ export function completionsRoute(
         return void res.destroy();
       }
       // the body is left unread: the connection cannot be reused
-      return refuse(
+      return deny(
         res,
         path,
         new MotorError(ticket.status === 429 ? 'rate_limited' : 'overloaded', ticket.message),
@@ -78,24 +111,42 @@ export function completionsRoute(
     }
     try {
       const body = await readJsonBody(bodies, req, ticket);
-      if ('error' in body) return refuse(res, path, body.error, body.headers);
-      let client;
+      if ('error' in body) return deny(res, path, body.error, body.headers);
+      const rootRequestId = `req-${randomUUID()}`;
+      let client: ClientRequest;
+      let front: { sink: ClientSinkLike; legPath: string } | undefined;
       try {
-        client = validateClientRequest(kind, body.value);
+        if (api) {
+          const ctx = {
+            apiKey,
+            tenant: storeTenant(req, apiKey, deps.config.server.tenantIsolation),
+            rootRequestId,
+          };
+          const pending = api.adapter.toInternal(body.value, ctx);
+          const translated = pending instanceof Promise ? await pending : pending;
+          client = validateClientRequest('chat', translated.chat);
+          front = {
+            sink: api.adapter.createSink(res, rootRequestId, translated, client),
+            legPath: CHAT_PATH,
+          };
+        } else {
+          client = validateClientRequest(kind, body.value);
+          client.source = body.source;
+        }
       } catch (err) {
-        if (err instanceof MotorError) return refuse(res, path, err);
+        if (err instanceof MotorError) return deny(res, path, err);
         throw err;
       }
-      client.source = body.source;
       applyCacheSalt(client.body, salter(req, apiKey));
       const session = req.headers['x-session-id'];
       await deps.dispatcher.serve(
         client,
-        `req-${randomUUID()}`,
+        rootRequestId,
         path,
         res,
         { sessionKey: typeof session === 'string' && session !== '' ? session : undefined, apiKey },
         cancellation,
+        front,
       );
     } finally {
       // the body's bytes stay counted until the request ends: its parsed body and leg bodies live that long

@@ -21,6 +21,22 @@ import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
 import type { ApiKind } from './request-validation.js';
+import type { ApiRoute } from './completions-route.js';
+import {
+  anthropicMessagesAdapter,
+  anthropicVersionError,
+  COUNT_TOKENS_PATH,
+  MESSAGES_PATH,
+} from '../apis/anthropic-messages/adapter.js';
+import { renderAnthropicError } from '../apis/anthropic-messages/errors.js';
+import { countTokensRoute } from './count-tokens-route.js';
+import {
+  openAiResponsesAdapter,
+  RESPONSES_PATH,
+  type ResponsesDeps,
+} from '../apis/openai-responses/adapter.js';
+import { responsesStoreRoutes } from './responses-routes.js';
+import type { PromptTokenCounter } from '../prompt-token-count.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
 export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';
@@ -39,6 +55,10 @@ export interface GatewayDeps {
   observer?: Pick<DispatchObserver, 'rejected'>;
   /** Where `server.tenantSaltSecretEnv` is read (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /** Prompt token counts (`/v1/messages/count_tokens`); absent = that route says it cannot count. */
+  countTokens?: PromptTokenCounter;
+  /** The Responses API's store; absent = none (only `store: false` requests are served). */
+  responses?: ResponsesDeps;
 }
 
 const API_ROUTES: Record<string, ApiKind> = {
@@ -66,6 +86,19 @@ export function createGatewayListener(
   });
   const client = clientIdentity(deps.config.server);
   const completions = completionsRoute(deps, { apiKeys, salter, client }, bodies, refuse);
+  const messages: ApiRoute = {
+    adapter: anthropicMessagesAdapter,
+    refuse: refuser(deps, renderAnthropicError),
+    headerError: anthropicVersionError,
+  };
+  const responsesDeps = deps.responses ?? { store: null, maxChainDepth: 1 };
+  const responses: ApiRoute = { adapter: openAiResponsesAdapter(responsesDeps), refuse };
+  const stored = responsesStoreRoutes(
+    responsesDeps.store,
+    apiKeys,
+    deps.config.server.tenantIsolation,
+    refuse,
+  );
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
     .add('GET', '/ready', (_req, res) => {
@@ -80,14 +113,25 @@ export function createGatewayListener(
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
       sendJson(res, 200, modelList(deps.source));
     })
-    .add('POST', `${METASERVER_ROUTE_PREFIX}:token`, metaserverRoute(deps));
+    .add('POST', `${METASERVER_ROUTE_PREFIX}:token`, metaserverRoute(deps))
+    .add('POST', MESSAGES_PATH, (req, res) => completions(req, res, MESSAGES_PATH, 'chat', messages))
+    .add('POST', COUNT_TOKENS_PATH, countTokensRoute(deps, apiKeys, bodies, messages.refuse))
+    .add('POST', RESPONSES_PATH, (req, res) => completions(req, res, RESPONSES_PATH, 'chat', responses))
+    .add('GET', `${RESPONSES_PATH}/:id`, stored.retrieve)
+    .add('DELETE', `${RESPONSES_PATH}/:id`, stored.remove)
+    .add('GET', `${RESPONSES_PATH}/:id/input_items`, stored.inputItems);
   for (const [path, kind] of Object.entries(API_ROUTES)) {
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }
 
   /** Not in the table: an API path with the wrong method (counted), observability, else 404 (no 405). */
   const noRoute: NoRouteHandler = (req, res, method, path) => {
-    if (API_ROUTES[path] !== undefined) {
+    if (
+      API_ROUTES[path] !== undefined ||
+      path === MESSAGES_PATH ||
+      path === COUNT_TOKENS_PATH ||
+      path === RESPONSES_PATH
+    ) {
       return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
     }
     if (deps.extraRoutes?.(req, res, method, path)) return;

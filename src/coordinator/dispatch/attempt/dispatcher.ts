@@ -16,7 +16,7 @@ import type { KvPrediction } from '../../../scheduling/index.js';
 import type { Upstreams } from '../../fleet/upstream.js';
 import { Attempt, type AttemptServices } from './attempt.js';
 import { backoffDelayMs } from './backoff.js';
-import { ClientSink } from '../request/client-sink.js';
+import { ClientSink, type ClientSinkLike } from '../request/client-sink.js';
 import { runConcurrent, type ConcurrentFlowDeps } from '../flows/trigger-bootstrap-flow.js';
 import { runHandoff, type HandoffCarry } from '../flows/handoff-flow.js';
 import { LegTransports } from '../transport/leg-transport.js';
@@ -108,6 +108,11 @@ export class Dispatcher {
     meta: { sessionKey?: string; apiKey?: string } = {},
     /** The request's cancellation (the gateway makes it before admission). */
     cancellation: RequestCancellation = new RequestCancellation(res),
+    /**
+     * Another client API (apis/): its sink renders the pipeline's chat frames in its own shape, and the
+     * legs post to the chat path its request was translated to (`path` stays the client's, for metrics).
+     */
+    front?: { sink: ClientSinkLike; legPath: string },
   ): Promise<void> {
     const { config, scheduling } = this.deps;
     const obs = (this.deps.observer ?? noopDispatchObserver).requestStart({
@@ -122,8 +127,8 @@ export class Dispatcher {
     const ctx: RequestContext = {
       rootRequestId,
       client,
-      path,
-      sink: new ClientSink(res, rootRequestId, client.stream),
+      path: front?.legPath ?? path,
+      sink: front?.sink ?? new ClientSink(res, rootRequestId, client.stream),
       cancellation,
       obs,
       // with a prediction the prompt's length is known in the model's own tokens: load (pending prefill

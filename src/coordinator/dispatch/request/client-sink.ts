@@ -4,12 +4,31 @@ import type { MotorError } from '../../../common/motor-error.js';
 import { SSE_DONE_FRAME, sseErrorFrame } from '../relay/sse-relay.js';
 
 /**
+ * What the pipeline writes a client answer through: OpenAI chat/completions SSE frames and JSON. The
+ * chat APIs use `ClientSink` as is; another client API (apis/) renders the same calls in its own wire
+ * shape, frame by frame.
+ */
+export interface ClientSinkLike {
+  readonly res: ServerResponse;
+  readonly committed: boolean;
+  commitStream(): void;
+  /** false: the socket is full (backpressure), wait for `res` 'drain'. */
+  write(chunk: Buffer | string): boolean;
+  endStream(tail?: Buffer | null): void;
+  streamError(err: MotorError | null): void;
+  cut(): void;
+  sendJson(status: number, body: unknown): void;
+  sendBytes(status: number, body: Buffer, contentType: string): void;
+  fail(err: MotorError): void;
+}
+
+/**
  * The client side of one request. Knows whether the response is committed (status line sent) and
  * renders every ending: JSON body, engine 4xx passed through, stream end, or — after commit — one
  * SSE error frame then `data: [DONE]` (never a silently truncated 200). The client going away is
  * the request's cancellation (request-cancellation.ts).
  */
-export class ClientSink {
+export class ClientSink implements ClientSinkLike {
   committed = false;
 
   constructor(

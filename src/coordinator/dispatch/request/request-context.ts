@@ -1,7 +1,7 @@
 import type { RequestObserver } from '../../../observability/dispatch-observer.js';
 import type { SchedulingRequest } from '../../../scheduling/index.js';
 import type { ClientRequest } from './client-request.js';
-import type { ClientSink } from './client-sink.js';
+import type { ClientSinkLike } from './client-sink.js';
 import type { Migration } from '../migration/migration.js';
 import type { RequestCancellation } from './request-cancellation.js';
 import type { ResponseRewrite } from '../relay/sse-relay.js';
@@ -12,7 +12,7 @@ export interface RequestContext {
   readonly client: ClientRequest;
   /** API path, e.g. `/v1/chat/completions` (every leg posts to the same path). */
   readonly path: string;
-  readonly sink: ClientSink;
+  readonly sink: ClientSinkLike;
   readonly cancellation: RequestCancellation;
   readonly obs: RequestObserver;
   /** Built once per client request (rendered prompt). */

@@ -1,0 +1,116 @@
+import type { ServerResponse } from 'node:http';
+import { bearerToken } from '../../../common/http.js';
+import { renderError } from '../../../common/http-error.js';
+import { MotorError } from '../../../common/motor-error.js';
+import type { ResponseStore, StoredResponse } from '../../../state/response-store/response-store.js';
+import type { ClientRequest } from '../../client-request.js';
+import type { ClientSinkLike } from '../../dispatch/client-sink.js';
+import type { AdapterContext, ApiAdapter, Translated } from '../api-adapter.js';
+import type { ChatChunk } from '../chat-frames.js';
+import { TranslatingSink } from '../translating-sink.js';
+import { previousItems, resolveReferences } from './conversation.js';
+import { itemsToMessages, parseResponsesRequest, type Item, type ParsedResponsesRequest } from './request.js';
+import { chatToOutput, responseObject, responsesUsage, ResponseIds } from './response-object.js';
+import { ResponsesStreamEncoder } from './stream-events.js';
+
+export const RESPONSES_PATH = '/v1/responses';
+
+export interface ResponsesDeps {
+  /** null: no store configured (`store: true` then needs one: refused). */
+  readonly store: ResponseStore | null;
+  readonly maxChainDepth: number;
+}
+
+export interface TranslatedResponse extends Translated {
+  readonly parsed: ParsedResponsesRequest;
+  readonly tenant: string;
+  /** This turn's input with references resolved (what is stored and listed). */
+  readonly input: readonly Item[];
+}
+
+const unavailable = (): MotorError =>
+  new MotorError(
+    'store_unavailable',
+    'the response store is unavailable: store: true and previous_response_id cannot be served now (store: false can)',
+  );
+
+/** OpenAI Responses (`POST /v1/responses`) on the chat pipeline, with the coordinator's response store. */
+export function openAiResponsesAdapter(deps: ResponsesDeps): ApiAdapter<TranslatedResponse> {
+  return {
+    api: 'openai-responses',
+    apiKey: bearerToken,
+    async toInternal(body: unknown, ctx: AdapterContext): Promise<TranslatedResponse> {
+      const parsed = parseResponsesRequest(body);
+      const { store } = deps;
+      const needsStore = parsed.store || parsed.previousResponseId !== null;
+      if (needsStore && (store === null || !store.available())) throw unavailable();
+      const history =
+        parsed.previousResponseId !== null
+          ? await previousItems(store!, ctx.tenant, parsed.previousResponseId, deps.maxChainDepth)
+          : [];
+      const input = await resolveReferences(store, ctx.tenant, parsed.input);
+      const chat: Record<string, unknown> = {
+        model: parsed.model,
+        messages: itemsToMessages([...history, ...input], parsed.instructions),
+        ...parsed.chatFields,
+      };
+      if (parsed.stream) {
+        chat.stream = true;
+        chat.stream_options = { include_usage: true }; // the final response carries usage
+      }
+      return { chat, parsed, tenant: ctx.tenant, input };
+    },
+    createSink(
+      res: ServerResponse,
+      rootRequestId: string,
+      t: TranslatedResponse,
+      client: ClientRequest,
+    ): ClientSinkLike {
+      const ids = new ResponseIds(rootRequestId);
+      const shell = {
+        ids,
+        model: client.model,
+        createdAt: Math.floor(Date.now() / 1000),
+        echo: t.parsed.echo,
+      };
+      const save = async (response: Record<string, unknown>): Promise<void> => {
+        if (!t.parsed.store) return;
+        const record: StoredResponse = {
+          id: ids.response,
+          tenant: t.tenant,
+          previousId: t.parsed.previousResponseId,
+          input: t.input.map((item, i) =>
+            typeof item.id === 'string' ? item : { ...item, id: `${ids.message()}_in${i}` },
+          ),
+          response,
+        };
+        await deps.store!.put(record);
+      };
+      const encoder = new ResponsesStreamEncoder(shell);
+      return new TranslatingSink(res, rootRequestId, client.stream, {
+        start: () => encoder.start(),
+        chunk: (c) => encoder.chunk(c),
+        async end() {
+          const closing = encoder.finishItems();
+          const response = encoder.finalResponse();
+          try {
+            await save(response);
+          } catch (err) {
+            const e = err instanceof MotorError ? err : unavailable();
+            return closing + encoder.failedEvent(e.code, e.message);
+          }
+          return closing + encoder.completedEvent(response);
+        },
+        streamError: (err) => encoder.failedEvent(err.code, err.message),
+        async json(chat: ChatChunk) {
+          const { output, status } = chatToOutput(chat, ids);
+          const response = responseObject(shell, status, output, responsesUsage(chat.usage));
+          await save(response);
+          return response;
+        },
+        renderError: (r, err) => renderError(r, err),
+      });
+    },
+    renderError: (res, err, headers) => renderError(res, err, headers),
+  };
+}
