@@ -24,7 +24,7 @@ import { coordinatorPeerSecrets } from './fleet/peer-secret-setup.js';
 import { startKvEvents, startKvPredictor } from './kv-routing/kv-events.js';
 import type { KvEventsHub } from '../kv-events/kv-events-hub.js';
 import type { KvPredictor } from './kv-routing/kv-prediction.js';
-import { promptTokenCounter } from './prompt-token-count.js';
+import { promptTokenCounter } from './apis/prompt-token-count.js';
 import { createResponseStore } from '../state/response-store/index.js';
 import { ResponseStoreMetrics } from '../observability/response-store-metrics.js';
 import { CachedTokensSamples } from './doctor/cached-tokens-samples.js';

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { MotorError } from '../../common/motor-error.js';
-import type { ClientRequest } from '../client-request.js';
-import type { ClientSinkLike } from '../dispatch/client-sink.js';
+import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientSinkLike } from '../dispatch/request/client-sink.js';
 
 /** What an adapter learns about the caller before it translates (scoping of stored state). */
 export interface AdapterContext {

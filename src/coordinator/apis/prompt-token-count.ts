@@ -1,9 +1,9 @@
-import { MotorError } from '../common/motor-error.js';
-import type { ClientRequest } from './client-request.js';
-import type { Instance, InstanceSource } from './instance-source.js';
-import type { PromptBlockKeys } from './prompt-block-keys.js';
-import { servesModel } from './route.js';
-import type { Upstreams } from './upstream.js';
+import { MotorError } from '../../common/motor-error.js';
+import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { Instance, InstanceSource } from '../fleet/instance-source.js';
+import type { PromptBlockKeys } from '../kv-routing/prompt-block-keys.js';
+import { servesModel } from '../scheduling-bridge/route.js';
+import type { Upstreams } from '../fleet/upstream.js';
 
 /** A chat request's prompt length in the model's tokens, and how it was counted. */
 export interface PromptTokenCount {

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { isPlainObject } from '../../common/http.js';
 import { MotorError } from '../../common/motor-error.js';
-import type { ClientSinkLike } from '../dispatch/client-sink.js';
+import type { ClientSinkLike } from '../dispatch/request/client-sink.js';
 import { ChatFrameReader, type ChatChunk } from './chat-frames.js';
 
 /** What one client API makes of the pipeline's chat answer (the sink below does the HTTP side). */

@@ -13,7 +13,7 @@ import type { ClientIdentity } from './client-identity.js';
 import { renderError } from '../../common/http-error.js';
 import { validateClientRequest, type ApiKind, type ClientRequest } from './request-validation.js';
 import type { ApiAdapter } from '../apis/api-adapter.js';
-import type { ClientSinkLike } from '../dispatch/client-sink.js';
+import type { ClientSinkLike } from '../dispatch/request/client-sink.js';
 import { storeTenant } from './store-tenant.js';
 
 /** Where translated requests' legs go: every flow runs chat completions. */

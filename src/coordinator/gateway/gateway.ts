@@ -36,7 +36,7 @@ import {
   type ResponsesDeps,
 } from '../apis/openai-responses/adapter.js';
 import { responsesStoreRoutes } from './responses-routes.js';
-import type { PromptTokenCounter } from '../prompt-token-count.js';
+import type { PromptTokenCounter } from '../apis/prompt-token-count.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
 export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken } from '../../../common/http.js';
 import { MotorError } from '../../../common/motor-error.js';
-import type { ClientRequest } from '../../client-request.js';
-import type { ClientSinkLike } from '../../dispatch/client-sink.js';
+import type { ClientRequest } from '../../dispatch/request/client-request.js';
+import type { ClientSinkLike } from '../../dispatch/request/client-sink.js';
 import type { ChatChunk } from '../chat-frames.js';
 import type { ApiAdapter, Translated } from '../api-adapter.js';
 import { TranslatingSink } from '../translating-sink.js';
