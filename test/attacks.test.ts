@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
-import { http } from '../src/simulator/testing.js';
+import { http } from '../src/simulator/testing/index.js';
 import {
   eventually,
   LAYERWISE,

@@ -27,6 +27,23 @@ describe('motor classify', () => {
       /profile:\s+trigger[\s\S]*concurrent_engine_sync/,
     ],
     ['{"kv_transfer_config":{"kv_connector":"Mystery"}}', [], /profile:\s+unknown[\s\S]*fail closed/],
+    // newer vLLM names: a handoff plan in Motor, the seed's strict answer with --seed
+    [
+      '{"kv_transfer_config":{"kv_connector":"NixlPushConnector","kv_role":"kv_producer"}}',
+      [],
+      /profile:\s+handoff[\s\S]*capabilities: prefill_handoff_decode[\s\S]*Motor's superset/,
+    ],
+    [
+      '{"kv_transfer_config":{"kv_connector":"NixlPullConnector"}}',
+      [],
+      /profile:\s+handoff[\s\S]*prefill_handoff_decode/,
+    ],
+    [
+      '{"kv_transfer_config":{"kv_connector":"NixlPushConnector"}}',
+      ['--seed'],
+      /profile:\s+unknown[\s\S]*fail closed/,
+    ],
+    ['{"kv_transfer_config":{"kv_connector":"NixlConnector"}}', ['--seed'], /profile:\s+handoff/],
     ['{}', ['--engine', 'sglang'], /profile:\s+bootstrap[\s\S]*concurrent_engine_sync/],
   ])('%s %o', (config, args, pattern) => {
     const run = classify(config, ...args);

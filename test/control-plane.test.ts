@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
-import { http, type HttpResult } from '../src/simulator/testing.js';
+import { http, type HttpResult } from '../src/simulator/testing/index.js';
 import { useEtcd } from './helpers/etcd.js';
 
 /**

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/common/logger.js';
 import { validateCoordinatorConfig } from '../src/config/coordinator-config.js';
-import type { ClientRequest } from '../src/coordinator/client-request.js';
+import type { ClientRequest } from '../src/coordinator/dispatch/request/client-request.js';
 import { startCoordinator, type RunningCoordinator } from '../src/coordinator/coordinator.js';
-import { KvPredictor } from '../src/coordinator/kv-prediction.js';
-import { PromptBlockKeys } from '../src/coordinator/prompt-block-keys.js';
+import { KvPredictor } from '../src/coordinator/kv-routing/kv-prediction.js';
+import { PromptBlockKeys } from '../src/coordinator/kv-routing/prompt-block-keys.js';
 import type { KvEventsPublisher } from '../src/simulator/kv-events-publisher.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/server.js';
-import { http, idleLedger, post, sseEvents } from '../src/simulator/testing.js';
+import { http, idleLedger, post, sseEvents } from '../src/simulator/testing/index.js';
 
 /**
  * Decode-first end to end (issue 17 item 5), in process: a vLLM prefill and decode simulator (NIXL
@@ -126,7 +126,7 @@ describe('decode-first with the KV events prediction', () => {
   let predictor: KvPredictor;
 
   beforeAll(async () => {
-    const { QWEN3_DIR } = await import('../src/model-tokenizer/testing.js');
+    const { QWEN3_DIR } = await import('../src/model-tokenizer/testing/index.js');
     const sim = (role: 'prefill' | 'decode') =>
       startSimulator(
         {

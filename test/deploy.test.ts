@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
-import { recorded, until } from '../src/engine-proxy/testing.js';
+import { recorded, until } from '../src/engine-proxy/testing/index.js';
 import { SKIP_ETCD, startEtcd, type EtcdServer } from './helpers/etcd.js';
 import { configFromEnv, validateCoordinatorConfig } from '../src/config/coordinator-config.js';
 import { mergeDeep } from '../src/config/merge-deep.js';

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CachedTokensSamples } from '../src/coordinator/doctor/cached-tokens-samples.js';
-import { DispatchHarness, type EngineScript } from '../src/coordinator/dispatch/dispatch-harness.js';
-import type { DispatcherDeps } from '../src/coordinator/dispatch/dispatcher.js';
-import { COMPLETION, json } from '../src/coordinator/dispatch/engine-replies.js';
+import { DispatchHarness, type EngineScript } from '../src/coordinator/dispatch/testing/dispatch-harness.js';
+import type { DispatcherDeps } from '../src/coordinator/dispatch/attempt/dispatcher.js';
+import { COMPLETION, json } from '../src/coordinator/dispatch/testing/engine-replies.js';
 
 /**
  * The dispatch hooks that feed `motor doctor`'s `cached_tokens` check: a predicted request's cached

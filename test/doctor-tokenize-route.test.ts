@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/common/logger.js';
-import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from '../src/model-tokenizer/testing.js';
+import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from '../src/model-tokenizer/testing/index.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/server.js';
-import { post } from '../src/simulator/testing.js';
+import { post } from '../src/simulator/testing/index.js';
 
 /**
  * The simulator's vLLM `POST /tokenize` (src/simulator/tokenize-route.ts), which `motor doctor`

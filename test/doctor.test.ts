@@ -8,10 +8,10 @@ import { createLogger } from '../src/common/logger.js';
 import { validateCoordinatorConfig } from '../src/config/coordinator-config.js';
 import { startCoordinator, type RunningCoordinator } from '../src/coordinator/coordinator.js';
 import type { DoctorReport } from '../src/coordinator/doctor/doctor.js';
-import { QWEN3_DIR } from '../src/model-tokenizer/testing.js';
+import { QWEN3_DIR } from '../src/model-tokenizer/testing/index.js';
 import type { KvEventsPublisher } from '../src/simulator/kv-events-publisher.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/server.js';
-import { post } from '../src/simulator/testing.js';
+import { post } from '../src/simulator/testing/index.js';
 
 /**
  * `motor doctor` end to end (issue 17 item 4, Done-when): a simulator tokenises with Qwen3's own

@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
 import type { SimEngine } from '../src/simulator/engine-profiles.js';
-import { http, idleLedger, type LedgerSnapshot } from '../src/simulator/testing.js';
+import { http, idleLedger, type LedgerSnapshot } from '../src/simulator/testing/index.js';
 
 /** Loopback clusters for the coordinator's end-to-end tests: `motor sim` processes, optional engine proxies, a coordinator. */
 

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
 import type { SimEngine } from '../src/simulator/engine-profiles.js';
-import { http, sseEvents } from '../src/simulator/testing.js';
+import { http, sseEvents } from '../src/simulator/testing/index.js';
 import {
   recorded,
   resetSim,

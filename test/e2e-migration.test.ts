@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
-import { http, sseEvents } from '../src/simulator/testing.js';
+import { http, sseEvents } from '../src/simulator/testing/index.js';
 import {
   MODEL,
   NIXL,

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
-import { http } from '../src/simulator/testing.js';
+import { http } from '../src/simulator/testing/index.js';
 import {
   engineIdOf,
   eventually,

@@ -7,8 +7,8 @@ import {
   recordingServer,
   until,
   type RecordingServer,
-} from '../src/engine-proxy/testing.js';
-import { chatBody, http, idleLedger, post, sseEvents } from '../src/simulator/testing.js';
+} from '../src/engine-proxy/testing/index.js';
+import { chatBody, http, idleLedger, post, sseEvents } from '../src/simulator/testing/index.js';
 import { startMotor, type MotorProcess } from './helpers/motor-process.js';
 
 /** Process start-up is slow when the machine is loaded (two cores shared with other suites). */

@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
 import { seededRandom } from '../src/scheduling/index.js';
-import { http, sseEvents, type LedgerSnapshot } from '../src/simulator/testing.js';
+import { http, sseEvents, type LedgerSnapshot } from '../src/simulator/testing/index.js';
 import {
   engineIdOf,
   LAYERWISE,

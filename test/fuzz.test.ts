@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MotorChild } from '../src/cluster/motor-child.js';
-import { http } from '../src/simulator/testing.js';
+import { http } from '../src/simulator/testing/index.js';
 import { MARK, MAX_BODY, caseArb, escapeKey, send, slowLoris, validBase } from './fuzz-cases.js';
 import {
   MODEL,

@@ -40,6 +40,9 @@ const ROWS: [file: string, source: string, refused: boolean][] = [
   ['src/coordinator/dispatch/x.ts', "import '../../scheduling/index.js';", false],
   ['src/coordinator/dispatch/x.ts', "import '../gateway/routes.js';", true],
   ['src/coordinator/dispatch/x.ts', "import '../gateway/index.js';", true],
+  ['src/coordinator/dispatch/relay/x.ts', "import '../../gateway/gateway.js';", true],
+  ['src/coordinator/dispatch/relay/x.ts', "import '../attempt/attempt.js';", false],
+  ['src/coordinator/gateway/x.ts', "import '../dispatch/pipeline.js';", false],
 ];
 
 const IMPORT_RULES = new Set(['no-restricted-imports', 'no-restricted-syntax']);

@@ -3,7 +3,7 @@ import { createLogger } from '../src/common/logger.js';
 import type { KvEventsObserver } from '../src/kv-events/kv-events-observer.js';
 import { KvEventsHub } from '../src/kv-events/kv-events-hub.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/server.js';
-import { post } from '../src/simulator/testing.js';
+import { post } from '../src/simulator/testing/index.js';
 
 /**
  * The KV event path end to end over loopback TCP: the simulator publishes its prefix cache's

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { expect, it } from 'vitest';
 
 it('exposes the protocol library as motor/protocol (built output, as a consumer imports it)', async () => {
@@ -26,4 +27,11 @@ it('exposes the library as motor and the simulators as motor/testing (issue 18 i
   } finally {
     await sim.close();
   }
+});
+
+it('builds no test support into dist/ besides the motor/testing export', () => {
+  const dist = new URL('../dist/', import.meta.url);
+  const built = readdirSync(dist, { recursive: true, encoding: 'utf8' }).map((p) => p.split('\\').join('/'));
+  expect(built).toContain('testing.js');
+  expect(built.filter((p) => /(^|\/)testing(\/|\.)/.test(p) && !/^testing\./.test(p))).toEqual([]);
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, type ClusterProfile, type LocalCluster } from '../src/cluster/local-cluster.js';
-import { recorded } from '../src/engine-proxy/testing.js';
+import { recorded } from '../src/engine-proxy/testing/index.js';
 
 /**
  * Issue 15 finding 3 end to end, through `motor up`'s processes (the built CLI): the cluster's own

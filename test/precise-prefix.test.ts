@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/common/logger.js';
 import { validateCoordinatorConfig } from '../src/config/coordinator-config.js';
-import type { ClientRequest } from '../src/coordinator/client-request.js';
+import type { ClientRequest } from '../src/coordinator/dispatch/request/client-request.js';
 import { startCoordinator, type RunningCoordinator } from '../src/coordinator/coordinator.js';
-import { KvPredictor } from '../src/coordinator/kv-prediction.js';
-import { PromptBlockKeys } from '../src/coordinator/prompt-block-keys.js';
+import { KvPredictor } from '../src/coordinator/kv-routing/kv-prediction.js';
+import { PromptBlockKeys } from '../src/coordinator/kv-routing/prompt-block-keys.js';
 import type { KvEventsHub } from '../src/kv-events/kv-events-hub.js';
-import { QWEN3_DIR } from '../src/model-tokenizer/testing.js';
+import { QWEN3_DIR } from '../src/model-tokenizer/testing/index.js';
 import type { KvEventsPublisher } from '../src/simulator/kv-events-publisher.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/server.js';
-import { post } from '../src/simulator/testing.js';
+import { post } from '../src/simulator/testing/index.js';
 
 /**
  * Issue 17's Done-when, scaled to this machine: two union simulators tokenise with Qwen3 and hash

@@ -9,7 +9,7 @@ import {
   post,
   sseEvents,
   type LedgerSnapshot,
-} from '../src/simulator/testing.js';
+} from '../src/simulator/testing/index.js';
 
 const PROMPT = 'Disaggregated serving moves the KV cache from prefill to decode; this prompt spans blocks.';
 

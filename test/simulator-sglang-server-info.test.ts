@@ -5,7 +5,7 @@ import { parseSglangServerInfo } from '../src/engine-adapters/sglang-server-info
 import type { SimRole } from '../src/simulator/options.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/server.js';
 import { SIM_SGLANG_VERSION } from '../src/simulator/sglang-server-info.js';
-import { http } from '../src/simulator/testing.js';
+import { http } from '../src/simulator/testing/index.js';
 
 const log = createLogger('test', 'silent');
 

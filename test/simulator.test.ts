@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { connect } from 'node:net';
 import { request } from 'undici';
 import { startMotor, type MotorProcess } from './helpers/motor-process.js';
-import { chatBody, http, idleLedger, post, sseEvents } from '../src/simulator/testing.js';
+import { chatBody, http, idleLedger, post, sseEvents } from '../src/simulator/testing/index.js';
 
 let sim: MotorProcess;
 beforeAll(async () => {

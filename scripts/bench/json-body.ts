@@ -20,9 +20,9 @@ import { checkJsonShape } from '../../src/common/json-shape.js';
 import { createLogger } from '../../src/common/logger.js';
 import { validateCoordinatorConfig } from '../../src/config/coordinator-config.js';
 import { startCoordinator } from '../../src/coordinator/coordinator.js';
-import { prefillShapedBody } from '../../src/coordinator/dispatch/leg-request.js';
+import { prefillShapedBody } from '../../src/coordinator/dispatch/transport/leg-request.js';
 import { validateClientRequest } from '../../src/coordinator/gateway/request-validation.js';
-import { renderPrompt } from '../../src/coordinator/prompt-render.js';
+import { renderPrompt } from '../../src/coordinator/kv-routing/prompt-render.js';
 
 const { values } = parseArgs({
   options: {

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import { prefillShapedBody } from '../../src/coordinator/dispatch/leg-request.js';
+import { prefillShapedBody } from '../../src/coordinator/dispatch/transport/leg-request.js';
 import { vllmAdapter } from '../../src/engine-adapters/index.js';
 import {
   buildPrefillResult,

@@ -5,9 +5,9 @@
  */
 import { createLogger } from '../../src/common/logger.js';
 import { validateCoordinatorConfig } from '../../src/config/coordinator-config.js';
-import type { ClientRequest } from '../../src/coordinator/client-request.js';
-import { KvPredictor } from '../../src/coordinator/kv-prediction.js';
-import { PromptBlockKeys } from '../../src/coordinator/prompt-block-keys.js';
+import type { ClientRequest } from '../../src/coordinator/dispatch/request/client-request.js';
+import { KvPredictor } from '../../src/coordinator/kv-routing/kv-prediction.js';
+import { PromptBlockKeys } from '../../src/coordinator/kv-routing/prompt-block-keys.js';
 import { KvEventsHub } from '../../src/kv-events/kv-events-hub.js';
 import { MOONCAKE_BLOCK_TOKENS, type TraceRecord } from '../../src/loadgen/mooncake-trace.js';
 import { prefixOracle } from '../../src/loadgen/prefix-oracle.js';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../../src/cluster/motor-child.js';
-import { QWEN3_DIR } from '../../src/model-tokenizer/testing.js';
+import { QWEN3_DIR } from '../../src/model-tokenizer/testing/index.js';
 
 export const MODEL = 'qwen3';
 export const BLOCK = 16;

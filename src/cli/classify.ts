@@ -9,6 +9,7 @@ interface ClassifyOptions {
   engine?: EngineKind;
   profile?: string;
   json?: boolean;
+  seed?: boolean;
 }
 
 export function registerClassify(program: Command): void {
@@ -29,6 +30,10 @@ export function registerClassify(program: Command): void {
       'explicit dispatch_profile override (trigger, handoff, bootstrap, or a plan name)',
     )
     .option('--json', 'print the result as JSON')
+    .option(
+      '--seed',
+      "the seed protocol's strict answer: only the connector names it knows (newer vLLM names: unknown)",
+    )
     .action(async (file: string, opts: ClassifyOptions) => {
       process.exitCode = await classify(file, opts);
     });
@@ -49,7 +54,7 @@ async function classify(file: string, opts: ClassifyOptions): Promise<number> {
   }
   let explanation;
   try {
-    explanation = explainEngineProfile(config, opts.engine, opts.profile);
+    explanation = explainEngineProfile(config, opts.engine, opts.profile, { strict: opts.seed === true });
   } catch (err) {
     if (!(err instanceof DispatchProfileError)) throw err;
     console.error(`motor classify: ${file}: ${err.message}`);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineConfigFile } from '../engine-proxy/testing.js';
+import { engineConfigFile } from '../engine-proxy/testing/index.js';
 import { ENGINE_PROXY_DEFAULTS } from '../engine-proxy/options.js';
 import { resolveOptions } from './engine-proxy.js';
 

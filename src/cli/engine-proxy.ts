@@ -92,9 +92,15 @@ export function registerEngineProxy(program: Command): void {
     .option(
       '--bootstrap-port <port>',
       "SGLang prefill: bootstrap port given to both legs; the engine's own report (GET /server_info, " +
-        'disaggregation_bootstrap_port) wins, with a warning when they differ (default: 8998, never the HTTP port). ' +
-        'The proxy waits for the engine to answer before it serves',
+        "disaggregation_bootstrap_port) wins, with a warning when they differ (default: 8998). SGLang's Rust " +
+        'server serves it on its HTTP port (see --bootstrap-on-http-port). The proxy waits for the engine to ' +
+        'answer before it serves',
       intArg('--bootstrap-port', 1),
+    )
+    .option(
+      '--bootstrap-on-http-port',
+      "SGLang prefill run with SGLANG_RUST_SERVER=1: the bootstrap registry is on the engine URL's port " +
+        '(also taken when its /server_info says frontend "rust")',
     )
     .addOption(
       new Option(
@@ -367,6 +373,7 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
     port: cli.port,
     bootstrapHost: cli.bootstrapHost ?? null,
     bootstrapPort: cli.bootstrapPort ?? null,
+    bootstrapOnHttpPort: cli.bootstrapOnHttpPort === true,
     peerAllow: cli.peerAllow,
     stopTtlMs: cli.stopTtlMs,
     maxTrackedAttempts: cli.maxTrackedAttempts,

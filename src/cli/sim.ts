@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { ENGINE_VERSIONS, resolveProfile } from '../simulator/engine-profiles.js';
 import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
+import { REASONING_PARSERS } from '../simulator/reasoning.js';
 import type { FaultConfig } from '../simulator/faults.js';
 import { listenErrorText } from '../common/os-errors.js';
 import { CliError, EXIT_BAD_INPUT } from './cli-error.js';
@@ -107,6 +108,12 @@ export function registerSim(program: Command): void {
       intArg('--eos-at'),
       d.eosAt,
     )
+    .addOption(
+      new Option(
+        '--reasoning-parser <name>',
+        'chat answers begin with reasoning text (vLLM/SGLang --reasoning-parser; qwen3: off per request with chat_template_kwargs.enable_thinking=false)',
+      ).choices([...REASONING_PARSERS]),
+    )
     .option('--block-size <n>', 'KV block size in tokens', intArg('--block-size', 1), d.blockSize)
     .option('--kv-blocks <n>', 'KV / prefix cache capacity in blocks', intArg('--kv-blocks'), d.kvBlocks)
     .option(
@@ -126,6 +133,12 @@ export function registerSim(program: Command): void {
       'decode: bound on KV pull / metaserver + push wait (wall clock)',
       intArg('--kv-wait-ms', 1),
       d.kvWaitMs,
+    )
+    .option(
+      '--push-registration-timeout-ms <ms>',
+      "vllm nixl-push decode: how long a registration waits for the prefill's write (default: the " +
+        "profile's, 480000 = decoder_kv_blocks_ttl)",
+      intArg('--push-registration-timeout-ms', 1),
     )
     .option(
       '--bootstrap-timeout-ms <ms>',
@@ -272,11 +285,13 @@ export function registerSim(program: Command): void {
         maxModelLen: o.maxModelLen as number,
         defaultMaxTokens: o.defaultMaxTokens as number,
         eosAt: o.eosAt as number,
+        reasoningParser: (o.reasoningParser as SimOptions['reasoningParser'] | undefined) ?? null,
         blockSize: o.blockSize as number,
         kvBlocks: o.kvBlocks as number,
         kvTransferMsPerBlock: o.kvTransferMsPerBlock as number,
         kvLeaseMs: (o.kvLeaseMs as number | undefined) ?? null,
         kvWaitMs: o.kvWaitMs as number,
+        pushRegistrationTimeoutMs: (o.pushRegistrationTimeoutMs as number | undefined) ?? null,
         bootstrapTimeoutMs: o.bootstrapTimeoutMs as number,
         bootstrapPort: o.bootstrapPort as number,
         tokenizer: (o.tokenizer as string | undefined) ?? null,

@@ -83,7 +83,14 @@ export const instanceConfigSchema = z
       .optional()
       .describe(
         "direct SGLang prefill: bootstrap port given to both legs when the engine's `/server_info` reports " +
-          "none (default SGLang's own 8998, never the HTTP port)",
+          "none (default SGLang's own 8998; SGLang's Rust server: its HTTP port, see `bootstrapOnHttpPort`)",
+      ),
+    bootstrapOnHttpPort: z
+      .boolean()
+      .optional()
+      .describe(
+        'direct SGLang prefill run with `SGLANG_RUST_SERVER=1`: the bootstrap registry is on the `url` port ' +
+          '(also taken when its `/server_info` says `frontend: "rust"`)',
       ),
     kvEvents: instanceKvEventsSchema.optional(),
     ...engineKeys.engineCredentialFields,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The coordinator's `decodeFirst` section (issue 17 item 5; its own module: coordinator-config.ts is at
- * its size limit). The decision itself is src/coordinator/dispatch/decode-first.ts.
+ * its size limit). The decision itself is src/coordinator/scheduling-bridge/decode-first.ts.
  */
 export const decodeFirstSection = z
   .strictObject({

@@ -5,7 +5,7 @@ import { BLOCK_HASH_ALGOS } from '../kv-hash/index.js';
  * The coordinator's `kvHash` section (its own module: coordinator-config.ts is at its size limit):
  * per group of instances, the model's own tokenizer and the engine's block-hash settings, so Motor
  * computes the block hashes the engines publish in their KV events (src/kv-hash, src/model-tokenizer).
- * The `precise-prefix` scorer routes on it (src/coordinator/kv-prediction.ts, docs/coordinator.md).
+ * The `precise-prefix` scorer routes on it (src/coordinator/kv-routing/kv-prediction.ts, docs/coordinator.md).
  */
 
 const tokenizerSchema = z

@@ -13,11 +13,11 @@ import {
   type Registry,
   type RegistryConfig,
 } from '../registry/index.js';
-import { httpJsonGetter } from './discovery-probe.js';
-import { InstanceDiscovery } from './instance-discovery.js';
-import { RegistryInstanceSource, registrationFromConfig } from './registry-instance-source.js';
-import { servedModels } from './route.js';
-import type { Upstreams } from './upstream.js';
+import { httpJsonGetter } from './fleet/discovery-probe.js';
+import { InstanceDiscovery } from './fleet/instance-discovery.js';
+import { RegistryInstanceSource, registrationFromConfig } from './fleet/registry-instance-source.js';
+import { servedModels } from './scheduling-bridge/route.js';
+import type { Upstreams } from './fleet/upstream.js';
 
 export interface ManagementProviders {
   load?: (id: string) => unknown;

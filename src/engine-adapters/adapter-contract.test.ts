@@ -14,6 +14,7 @@ import {
   type LegKind,
   type MetaserverKvFields,
 } from './index.js';
+import { bootstrapRoomSpan } from './sglang.js';
 
 function dispatch(role: DispatchRole, mode = 'prefill_handoff_decode', over: Partial<MotorDispatch> = {}) {
   return buildMotorDispatch({
@@ -252,6 +253,31 @@ describe('SGLang translation (docs/engines.md)', () => {
       ),
     );
     expect(a1.ok && a2.ok && a1.body.bootstrap_room !== a2.body.bootstrap_room).toBe(true);
+  });
+
+  it.each([
+    [{ prompt: 'one' }, 1],
+    [{ prompt: ['a', 'b', 'c'] }, 3],
+    [{ prompt: [[1, 2], [3]] }, 2],
+    [{ prompt: [1, 2, 3] }, 1], // one prompt of token ids
+    [{ messages: [], n: 4 }, 4],
+    [{ text: ['a', 'b'], sampling_params: { n: 2 } }, 4],
+    [{ input_ids: [[1], [2], [3]] }, 3],
+  ])('a body %o occupies %i rooms (SGLang fans a scalar room out per prompt and sample)', (body, span) => {
+    expect(bootstrapRoomSpan(body)).toBe(span);
+  });
+
+  it('a batch gets a room that still fits 63 bits after the fan-out, the same on both legs', () => {
+    const batch = { ...clientBody(), prompt: ['a', 'b', 'c'] };
+    const legs = (['bootstrap_prefill', 'bootstrap_decode'] as const).map((leg) =>
+      sglang.buildEngineRequest(leg, {
+        ...fullInput(dispatch(leg === 'bootstrap_prefill' ? 'prefill' : 'decode', 'concurrent_engine_sync')),
+        body: batch,
+      }),
+    );
+    const rooms = legs.map((r) => (r.ok ? r.body.bootstrap_room : null));
+    expect(rooms[0]).toBe(bootstrapRoomFor('pair-1', 1, 3));
+    expect(rooms[1]).toBe(rooms[0]);
   });
 
   it('a bootstrap leg without an address is refused', () => {

@@ -11,7 +11,9 @@ import type { PrefillResult } from '../protocol/index.js';
  *   heartbeats renew once it has started (VL `…/v1/nixl/base_scheduler.py`
  *   `NixlBaseConnectorScheduler.__init__`, index 0050936b22). Its answers carry `transfer_mode`
  *   (`…/v1/nixl/pull_scheduler.py` `NixlPullConnectorScheduler.request_finished`), which older
- *   connectors never send.
+ *   connectors never send. Push mode (`NixlPushConnector`) holds the finished prefill's blocks on the
+ *   same lease and answers `transfer_mode: "push"` (`…/v1/nixl/push_scheduler.py`
+ *   `NixlPushConnectorScheduler.request_finished`, index 0316d25ab5).
  *
  * `remote_blocks_expiry_time` is NOT a deadline Motor can use: it is `time.perf_counter() + ttl`
  * (seconds on the engine process's own monotonic clock) and only set when the answering engine is

@@ -61,6 +61,8 @@ export const ENGINE_ADAPTERS: readonly EngineAdapter[] = Object.values(ADAPTERS)
 export {
   parseSglangServerInfo,
   resolveSglangBootstrapPort,
+  urlPort,
   SGLANG_SERVER_INFO_PATHS,
   type SglangServerInfo,
 } from './sglang-server-info.js';
+export { decodeKvLoad, type KvLoad, type KvLoadVerdict } from './kv-load.js';

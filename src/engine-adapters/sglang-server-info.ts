@@ -17,6 +17,12 @@ export interface SglangServerInfo {
   model: string | null;
   /** `version`, or null. */
   version: string | null;
+  /**
+   * `frontend: "rust"`: SGLang's Rust server (`SGLANG_RUST_SERVER=1`). Its `/server_info` is an
+   * allowlist without ServerArgs fields (sgl-project/sglang rust/sglang-server/src/message/info.rs
+   * `ServerInfo`, index 652614ed), so mode and bootstrap port read null there.
+   */
+  rustFrontend: boolean;
 }
 
 function isPort(value: unknown): value is number {
@@ -37,13 +43,46 @@ export function parseSglangServerInfo(json: unknown): SglangServerInfo | null {
     bootstrapPort: isPort(info.disaggregation_bootstrap_port) ? info.disaggregation_bootstrap_port : null,
     model: nonEmptyString(info.served_model_name) ?? nonEmptyString(info.model_path),
     version: nonEmptyString(info.version),
+    rustFrontend: info.frontend === 'rust',
   };
 }
 
+/** Where a SGLang prefill serves its bootstrap registry, and which source said so. */
+export interface SglangBootstrapPort {
+  port: number;
+  from: 'engine' | 'rust-server' | 'config' | 'default';
+}
+
 /**
- * The bootstrap port a SGLang prefill serves, in order of trust: what the engine reported, the
- * configured value, SGLang's own default (8998). Never the HTTP port: the bootstrap server is separate.
+ * The bootstrap port a SGLang prefill serves, in order of trust:
+ * - SGLang's Rust server serves the registry on the HTTP listener itself and resolves
+ *   `disaggregation_bootstrap_port` to `--port` (sgl-project/sglang
+ *   python/sglang/srt/arg_groups/pd_disaggregation_hook.py `_alias_bootstrap_port_to_api_port`;
+ *   rust/sglang-server/src/api_server/disaggregation/bootstrap.rs, "bootstrap port = api port"), when
+ *   the engine says so (`frontend: "rust"`) or the operator does (`onHttpPort`);
+ * - what the Python server reported (`disaggregation_bootstrap_port`);
+ * - the configured value; SGLang's own default, 8998 (its Python server's bootstrap server is a
+ *   listener of its own, `disaggregation/common/conn.py` CommonKVBootstrapServer).
  */
-export function resolveSglangBootstrapPort(reported: number | null, configured: number | null): number {
-  return reported ?? configured ?? SGLANG_DEFAULT_BOOTSTRAP_PORT;
+export function resolveSglangBootstrapPort(
+  reported: Pick<SglangServerInfo, 'bootstrapPort' | 'rustFrontend'> | null,
+  configured: number | null,
+  http: { port: number | null; onHttpPort?: boolean } = { port: null },
+): SglangBootstrapPort {
+  const rust = reported?.rustFrontend === true || http.onHttpPort === true;
+  if (rust && http.port !== null) return { port: http.port, from: 'rust-server' };
+  if (reported?.bootstrapPort != null) return { port: reported.bootstrapPort, from: 'engine' };
+  if (configured !== null) return { port: configured, from: 'config' };
+  return { port: SGLANG_DEFAULT_BOOTSTRAP_PORT, from: 'default' };
+}
+
+/** The port of an `http(s)://host:port` URL, the scheme's default when none is written; null if unparsable. */
+export function urlPort(url: string): number | null {
+  try {
+    const u = new URL(url);
+    if (u.port) return Number(u.port);
+    return u.protocol === 'https:' ? 443 : u.protocol === 'http:' ? 80 : null;
+  } catch {
+    return null;
+  }
 }

@@ -21,6 +21,30 @@ const SGLANG_RESERVED_FIELDS = KV_STEERING_FIELDS;
 export const SGLANG_DEFAULT_BOOTSTRAP_PORT = 8998;
 
 /**
+ * How many bootstrap rooms a body occupies: SGLang turns one scalar `bootstrap_room` into `room + i`
+ * for each of `prompts × n` requests (sgl-project/sglang python/sglang/srt/managers/io_struct.py
+ * `GenerateReqInput` normalisation, `num = batch_size * parallel_sample_num`; the OpenAI routes build
+ * that input from a `prompt` list and `n`). Both legs send the same body shape, so both compute it alike.
+ */
+export function bootstrapRoomSpan(body: Readonly<Record<string, unknown>>): number {
+  const batch = body.prompt ?? body.text ?? body.input_ids;
+  const batchPrompts =
+    Array.isArray(batch) && batch.length > 0 && (typeof batch[0] === 'string' || Array.isArray(batch[0]))
+      ? batch.length
+      : 1;
+  const sampling = body.sampling_params;
+  const n =
+    typeof body.n === 'number'
+      ? body.n
+      : typeof sampling === 'object' &&
+          sampling !== null &&
+          typeof (sampling as { n?: unknown }).n === 'number'
+        ? (sampling as { n: number }).n
+        : 1;
+  return batchPrompts * Math.max(1, Math.floor(n));
+}
+
+/**
  * SGLang (bootstrap rendezvous). Both legs carry `bootstrap_host`/`bootstrap_port` of the prefill
  * engine and `bootstrap_room = bootstrapRoomFor(pair_id, attempt_seq)` (a bigint: serialise with
  * `stringifyWithBigInt` so the 63-bit room stays exact). The engine request id goes into `rid`.
@@ -50,7 +74,7 @@ export const sglangAdapter: EngineAdapter = {
       }
       body.bootstrap_host = address.host;
       body.bootstrap_port = address.port;
-      body.bootstrap_room = bootstrapRoomFor(dispatch.pair_id, dispatch.attempt_seq);
+      body.bootstrap_room = bootstrapRoomFor(dispatch.pair_id, dispatch.attempt_seq, bootstrapRoomSpan(body));
     } else if (leg !== 'single') {
       return adapterError(400, `SGLang engines do not run ${leg} legs`, '_motor_dispatch.dispatch_mode');
     }

@@ -62,6 +62,8 @@ describe('vLLM handoff prefill answer', () => {
     ['NIXL 2026-01, length-capped', 'vllm/nixl-2026-01/prefill-response.chat.json', 'completed'],
     ['NIXL 2026-01, EOS → null', 'vllm/nixl-2026-01/prefill-response.eos-null.json', 'skipped'],
     ['newest NIXL, EOS keeps params', 'vllm/nixl-newest/prefill-response.eos.json', 'completed'],
+    ['NIXL push', 'vllm/nixl-push/prefill-response.chat.json', 'completed'],
+    ['NIXL push, EOS keeps params', 'vllm/nixl-push/prefill-response.eos.json', 'completed'],
     [
       'vllm-ascend Mooncake v0.13, EOS → null',
       'vllm-ascend/mooncake-v0.13/prefill-response.eos-null.json',
@@ -105,6 +107,8 @@ describe('handoff TTL', () => {
   it.each([
     ['NIXL 2026-01', 'vllm/nixl-2026-01/prefill-response.chat.json', DEFAULT_HANDOFF_TTL_MS],
     ['newest NIXL (lease)', 'vllm/nixl-newest/prefill-response.chat.json', NIXL_LEASE_TTL_MS],
+    ['NIXL push (same lease)', 'vllm/nixl-push/prefill-response.chat.json', NIXL_LEASE_TTL_MS],
+    ['NIXL push, EOS-stopped', 'vllm/nixl-push/prefill-response.eos.json', NIXL_LEASE_TTL_MS],
     [
       'vllm-ascend Mooncake v0.18',
       'vllm-ascend/mooncake-v0.18/prefill-response.chat.json',

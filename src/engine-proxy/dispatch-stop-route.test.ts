@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineReply, hangUntilAborted } from './fake-clients.js';
-import { startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
-import { envelope } from './testing.js';
+import { engineReply, hangUntilAborted } from './testing/fake-clients.js';
+import { startInProcessProxy, type InProcessProxy } from './testing/in-process-proxy.js';
+import { envelope } from './testing/index.js';
 
 let proxy: InProcessProxy;
 afterEach(() => proxy.close());

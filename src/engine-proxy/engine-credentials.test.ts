@@ -9,16 +9,16 @@ import {
   hangUntilAborted,
   withSglangServerInfo,
   type EngineScript,
-} from './fake-clients.js';
+} from './testing/fake-clients.js';
 import {
   DECODE_PEER,
   PREFILL_PEER,
   SGLANG_PREFILL_OPTIONS,
   startInProcessProxy,
   type InProcessProxy,
-} from './in-process-proxy.js';
+} from './testing/in-process-proxy.js';
 import { startEngineProxy } from './server.js';
-import { envelope } from './testing.js';
+import { envelope } from './testing/index.js';
 
 const USAGE = { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 };
 

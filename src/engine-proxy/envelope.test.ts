@@ -4,7 +4,7 @@ import { buildPrefillResult, KV_STEERING_FIELDS } from '../protocol/index.js';
 import { checkEnvelope } from './envelope.js';
 import type { ProxyRole } from './options.js';
 import { ProxyError } from './proxy-error.js';
-import { envelope } from './testing.js';
+import { envelope } from './testing/index.js';
 
 const HANDOFF = 'prefill_handoff_decode';
 const CONCURRENT = 'concurrent_engine_sync';

@@ -1,9 +1,20 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { bootstrapRoomFor, buildPrefillResult } from '../protocol/index.js';
-import { engineReply, hangUntilAborted, sseReply, unreachable, type EngineScript } from './fake-clients.js';
+import {
+  engineReply,
+  hangUntilAborted,
+  sseReply,
+  unreachable,
+  type EngineScript,
+} from './testing/fake-clients.js';
 import type { PeerReply } from './http-clients.js';
-import { DECODE_PEER, PREFILL_PEER, startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
-import { envelope } from './testing.js';
+import {
+  DECODE_PEER,
+  PREFILL_PEER,
+  startInProcessProxy,
+  type InProcessProxy,
+} from './testing/in-process-proxy.js';
+import { envelope } from './testing/index.js';
 
 let proxy: InProcessProxy;
 afterEach(() => proxy.close());

@@ -1,9 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBody } from '../../test/fixtures/engines/load.js';
 import { buildPrefillResult, type PrefillResultInput } from '../protocol/index.js';
-import { engineReply } from './fake-clients.js';
-import { DECODE_PEER, PREFILL_PEER, startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
-import { envelope } from './testing.js';
+import { engineReply } from './testing/fake-clients.js';
+import {
+  DECODE_PEER,
+  PREFILL_PEER,
+  startInProcessProxy,
+  type InProcessProxy,
+} from './testing/in-process-proxy.js';
+import { envelope } from './testing/index.js';
 
 /**
  * Issue 14 item 2, engine-proxy side: the prefill proxy answers what the vLLM prefill engines really

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBody } from '../../test/fixtures/engines/load.js';
 import { resolveOptions } from '../cli/engine-proxy.js';
-import { engineReply } from './fake-clients.js';
-import { startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
+import { engineReply } from './testing/fake-clients.js';
+import { startInProcessProxy, type InProcessProxy } from './testing/in-process-proxy.js';
 import { ENGINE_PROXY_DEFAULTS } from './options.js';
-import { engineConfigFile } from './testing.js';
+import { engineConfigFile } from './testing/index.js';
 
 const NIXL = fixtureBody('vllm/nixl-newest/kv-transfer-config.prefill.json');
 const MOONCAKE = fixtureBody('vllm-ascend/mooncake-main/kv-transfer-config.decode.json');

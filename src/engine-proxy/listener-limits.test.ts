@@ -5,7 +5,7 @@ import { createLogger } from '../common/logger.js';
 import { validateCoordinatorConfig } from '../config/coordinator-config.js';
 import { startCoordinator } from '../coordinator/coordinator.js';
 import { startSimulator } from '../simulator/server.js';
-import { chatBody, post, sseEvents } from '../simulator/testing.js';
+import { chatBody, post, sseEvents } from '../simulator/testing/index.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from './options.js';
 import { startEngineProxy } from './server.js';
 

@@ -21,9 +21,12 @@ export interface EngineProxyOptions extends ServerLimits {
   bootstrapHost: string | null;
   /**
    * SGLang prefill: the configured bootstrap port. The engine's own report (`GET /server_info`) wins;
-   * without either, SGLang's default 8998 (never the engine's HTTP port).
+   * without either, SGLang's default 8998. SGLang's Rust server serves it on the HTTP port
+   * (`bootstrapOnHttpPort`, or its `/server_info` says `frontend: "rust"`).
    */
   bootstrapPort: number | null;
+  /** SGLang prefill run with `SGLANG_RUST_SERVER=1`: the bootstrap registry is on the engine's HTTP port. */
+  bootstrapOnHttpPort?: boolean;
   /** Bearer key sent on every engine call (`--engine-api-key`); never logged nor shown. */
   engineApiKey?: string | null;
   /** Key for SGLang's admin-optional `/abort_request` (`--engine-admin-api-key`); else `engineApiKey`. */

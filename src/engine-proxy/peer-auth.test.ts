@@ -1,8 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PEER_SECRET_HEADER, PeerSecrets } from '../common/peer-secrets.js';
-import { engineReply, hangUntilAborted, unreachable } from './fake-clients.js';
-import { DECODE_PEER, PREFILL_PEER, startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
-import { envelope } from './testing.js';
+import { engineReply, hangUntilAborted, unreachable } from './testing/fake-clients.js';
+import {
+  DECODE_PEER,
+  PREFILL_PEER,
+  startInProcessProxy,
+  type InProcessProxy,
+} from './testing/in-process-proxy.js';
+import { envelope } from './testing/index.js';
 
 /**
  * Issue 15 finding 3: with a peer secret, only the coordinator and peer proxies may dispatch, stop,

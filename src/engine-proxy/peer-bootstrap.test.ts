@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../common/clock.js';
 import { parseMotorDispatch } from '../protocol/index.js';
-import { FakePeerClient, type PeerScript } from './fake-clients.js';
+import { FakePeerClient, type PeerScript } from './testing/fake-clients.js';
 import { ProxyMetrics } from './metrics.js';
 import { PeerAllowList } from './peer-allow-list.js';
 import { PeerBootstrapDiscovery } from './peer-bootstrap.js';
 import { ProxyError } from './proxy-error.js';
-import { envelope } from './testing.js';
+import { envelope } from './testing/index.js';
 
 const PEER = 'http://prefill.test:8001';
 const PARAM = '_motor_dispatch.endpoints.prefill.url';

@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../common/clock.js';
 import { createLogger } from '../common/logger.js';
 import { parseMotorDispatch } from '../protocol/index.js';
-import { FakePeerClient, type PeerScript } from './fake-clients.js';
+import { FakePeerClient, type PeerScript } from './testing/fake-clients.js';
 import { ProxyMetrics } from './metrics.js';
 import { PeerAllowList } from './peer-allow-list.js';
 import { PeerStopper } from './peer-stopper.js';
-import { envelope } from './testing.js';
+import { envelope } from './testing/index.js';
 
 const P = 'http://prefill.test:8001';
 const D = 'http://decode.test:8002';

@@ -6,9 +6,14 @@ import {
   unreachable,
   withSglangServerInfo,
   type EngineScript,
-} from './fake-clients.js';
-import { DECODE_PEER, PREFILL_PEER, startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
-import { envelope } from './testing.js';
+} from './testing/fake-clients.js';
+import {
+  DECODE_PEER,
+  PREFILL_PEER,
+  startInProcessProxy,
+  type InProcessProxy,
+} from './testing/in-process-proxy.js';
+import { envelope } from './testing/index.js';
 
 const HANDOFF = 'prefill_handoff_decode';
 const KV = { remote_engine_id: 'engine-p', remote_block_ids: [1, 2] };

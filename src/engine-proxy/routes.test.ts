@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineReply, unreachable, withSglangServerInfo, type EngineScript } from './fake-clients.js';
-import { startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
+import { engineReply, unreachable, withSglangServerInfo, type EngineScript } from './testing/fake-clients.js';
+import { startInProcessProxy, type InProcessProxy } from './testing/in-process-proxy.js';
 
 let proxy: InProcessProxy;
 afterEach(() => proxy.close());

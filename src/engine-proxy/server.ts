@@ -4,7 +4,7 @@ import { httpFrame } from '../common/http-frame.js';
 import { logListening, type Logger } from '../common/logger.js';
 import { loadPeerSecrets } from '../common/peer-secrets.js';
 import { createLimitedServer } from '../common/server-limits.js';
-import type { BootstrapAddress } from '../engine-adapters/index.js';
+import { urlPort, type BootstrapAddress } from '../engine-adapters/index.js';
 import { isSglangPrefill, type EngineProxyOptions } from './options.js';
 import {
   createEngineTransport,
@@ -41,6 +41,8 @@ export async function startEngineProxy(
     try {
       bootstrapPort = await learnSglangBootstrapPort(engine, logger, {
         configured: opts.bootstrapPort,
+        httpPort: urlPort(opts.engineUrl),
+        onHttpPort: opts.bootstrapOnHttpPort === true,
         timeoutMs: opts.peerTimeoutMs,
         ...(deps.signal ? { signal: deps.signal } : {}),
       });

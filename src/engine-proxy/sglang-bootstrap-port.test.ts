@@ -3,8 +3,8 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { fixtureBody } from '../../test/fixtures/engines/load.js';
 import { EngineAuthError } from './engine-credentials.js';
-import { engineReply, FakeEngineClient, unreachable, type EngineScript } from './fake-clients.js';
-import { SGLANG_PREFILL_OPTIONS } from './in-process-proxy.js';
+import { engineReply, FakeEngineClient, unreachable, type EngineScript } from './testing/fake-clients.js';
+import { SGLANG_PREFILL_OPTIONS } from './testing/in-process-proxy.js';
 import type { EngineProxyOptions } from './options.js';
 import { startEngineProxy } from './server.js';
 import { learnSglangBootstrapPort } from './sglang-bootstrap-port.js';
@@ -26,11 +26,12 @@ const info = (port: number): Record<string, unknown> => ({
   disaggregation_bootstrap_port: port,
 });
 
-describe('learnSglangBootstrapPort: reported > --bootstrap-port > 8998, never the HTTP port', () => {
+describe('learnSglangBootstrapPort: Rust server → HTTP port, else reported > --bootstrap-port > 8998', () => {
   const cases: Array<{
     name: string;
     script: EngineScript;
     configured: number | null;
+    onHttpPort?: boolean;
     port: number;
     paths: string[];
     warns: RegExp | null;
@@ -75,11 +76,38 @@ describe('learnSglangBootstrapPort: reported > --bootstrap-port > 8998, never th
       paths: ['/server_info', '/get_server_info'],
       warns: /bootstrap port 8998 from SGLang's default/,
     },
+    {
+      name: "SGLang's Rust server (frontend rust, fixture): the engine's HTTP port",
+      script: () => engineReply(200, fixtureBody('sglang/rust-server/server-info.json')),
+      configured: null,
+      port: 30000,
+      paths: ['/server_info'],
+      warns: null,
+    },
+    {
+      name: 'Rust server and a --bootstrap-port of its own: ignored, said so',
+      script: () => engineReply(200, fixtureBody('sglang/rust-server/server-info.json')),
+      configured: 8998,
+      port: 30000,
+      paths: ['/server_info'],
+      warns:
+        /--bootstrap-port 8998 ignored: SGLang's Rust server serves the bootstrap registry on its HTTP port 30000/,
+    },
+    {
+      name: '--bootstrap-on-http-port and no info route: the HTTP port',
+      script: () => engineReply(404, {}),
+      configured: null,
+      onHttpPort: true,
+      port: 30000,
+      paths: ['/server_info', '/get_server_info'],
+      warns: /bootstrap port 30000 from the engine's HTTP port/,
+    },
   ];
-  it.each(cases)('$name', async ({ script, configured, port, paths, warns }) => {
+  it.each(cases)('$name', async ({ script, configured, onHttpPort, port, paths, warns }) => {
     const engine = new FakeEngineClient(script);
     const { log, lines } = capturingLogger();
-    expect(await learnSglangBootstrapPort(engine, log, { configured, timeoutMs: 1000 })).toBe(port);
+    const opts = { configured, timeoutMs: 1000, httpPort: 30000, onHttpPort: onHttpPort === true };
+    expect(await learnSglangBootstrapPort(engine, log, opts)).toBe(port);
     expect(engine.requests.map((r) => r.path)).toEqual(paths);
     const warning = lines.find((l) => l.level === 40);
     if (warns === null) expect(warning).toBeUndefined();

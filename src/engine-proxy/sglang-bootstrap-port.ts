@@ -11,6 +11,10 @@ import type { EngineTransport } from './http-clients.js';
 export interface LearnBootstrapPortOptions {
   /** `--bootstrap-port`, or null. */
   configured: number | null;
+  /** The engine's HTTP port (its URL's), where SGLang's Rust server serves the registry. */
+  httpPort?: number | null;
+  /** `--bootstrap-on-http-port`: the engine runs SGLang's Rust server (SGLANG_RUST_SERVER=1). */
+  onHttpPort?: boolean;
   /** Bound on one info call (ms). */
   timeoutMs: number;
   /** First wait between attempts while the engine is not up (doubles up to `maxRetryMs`). */
@@ -31,7 +35,9 @@ type InfoAnswer =
  * http_server.py `server_info`, server_args.py `ServerArgs`; fixtures README facts 16, 19).
  * While the engine is not up the proxy waits and asks again (a guessed port would send every decode
  * to the wrong place); an engine that answers 404 on both paths reports nothing, so the configured
- * value or 8998 is used and said so. A refused API key is fatal ({@link EngineAuthError}).
+ * value or 8998 is used and said so. SGLang's Rust server (`frontend: "rust"` in its info, or
+ * `--bootstrap-on-http-port`) serves the registry on its HTTP port (sglang-server-info.ts). A refused
+ * API key is fatal ({@link EngineAuthError}).
  */
 export async function learnSglangBootstrapPort(
   engine: EngineTransport,
@@ -42,12 +48,12 @@ export async function learnSglangBootstrapPort(
   const maxWaitMs = opts.maxRetryMs ?? 5_000;
   for (let round = 0; ; round++) {
     const answer = await askServerInfo(engine, opts.timeoutMs);
-    if (answer.kind === 'info') return choosePort(answer.info, opts.configured, log);
+    if (answer.kind === 'info') return choosePort(answer.info, opts, log);
     if (answer.kind === 'absent') {
-      const port = resolveSglangBootstrapPort(null, opts.configured);
+      const { port, from } = resolveSglangBootstrapPort(null, opts.configured, http(opts));
       log.warn(
         { bootstrap_port: port },
-        `engine has no ${SGLANG_SERVER_INFO_PATHS.join(' or ')}; bootstrap port ${port} from ${opts.configured === null ? "SGLang's default" : '--bootstrap-port'}`,
+        `engine has no ${SGLANG_SERVER_INFO_PATHS.join(' or ')}; bootstrap port ${port} from ${FROM[from]}`,
       );
       return port;
     }
@@ -60,22 +66,41 @@ export async function learnSglangBootstrapPort(
   }
 }
 
-function choosePort(info: SglangServerInfo | null, configured: number | null, log: Logger): number {
+const FROM = {
+  engine: 'the engine',
+  'rust-server': "the engine's HTTP port (SGLang Rust server)",
+  config: '--bootstrap-port',
+  default: "SGLang's default",
+} as const;
+
+function http(opts: LearnBootstrapPortOptions): { port: number | null; onHttpPort: boolean } {
+  return { port: opts.httpPort ?? null, onHttpPort: opts.onHttpPort === true };
+}
+
+function choosePort(info: SglangServerInfo | null, opts: LearnBootstrapPortOptions, log: Logger): number {
+  const { configured } = opts;
   const reported = info?.bootstrapPort ?? null;
-  const port = resolveSglangBootstrapPort(reported, configured);
-  if (reported !== null && configured !== null && reported !== configured) {
+  const { port, from } = resolveSglangBootstrapPort(info, configured, http(opts));
+  if (from === 'rust-server' && configured !== null && configured !== port) {
+    // SGLang itself refuses a Rust-server prefill whose bootstrap port is set and differs from --port.
+    log.warn(
+      { configured, bootstrap_port: port },
+      `--bootstrap-port ${configured} ignored: SGLang's Rust server serves the bootstrap registry on its HTTP port ${port}`,
+    );
+  } else if (reported !== null && configured !== null && reported !== configured) {
     log.warn(
       { reported, configured },
       `--bootstrap-port ${configured} disagrees with the engine's disaggregation_bootstrap_port ${reported}; using the engine's`,
     );
   }
-  if (info !== null && info.disaggregationMode !== 'prefill') {
+  // The Rust server's info names no mode (its /get_model_info does); nothing to warn about then.
+  if (info !== null && !info.rustFrontend && info.disaggregationMode !== 'prefill') {
     log.warn(
       { disaggregation_mode: info.disaggregationMode },
       'the engine does not report disaggregation_mode prefill; bootstrap legs will fail',
     );
   }
-  log.info({ bootstrap_port: port, from: reported !== null ? 'engine' : 'config' }, 'bootstrap port');
+  log.info({ bootstrap_port: port, from }, 'bootstrap port');
   return port;
 }
 

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineReply, hangUntilAborted, unreachable, type EngineScript } from './fake-clients.js';
-import { DECODE_PEER, PREFILL_PEER, startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
-import { envelope } from './testing.js';
+import { engineReply, hangUntilAborted, unreachable, type EngineScript } from './testing/fake-clients.js';
+import {
+  DECODE_PEER,
+  PREFILL_PEER,
+  startInProcessProxy,
+  type InProcessProxy,
+} from './testing/in-process-proxy.js';
+import { envelope } from './testing/index.js';
 
 const TRIGGER = 'concurrent_engine_sync';
 

@@ -1,8 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBody } from '../../test/fixtures/engines/load.js';
-import { engineReply, unreachable } from './fake-clients.js';
-import { DECODE_PEER, PREFILL_PEER, startInProcessProxy, type InProcessProxy } from './in-process-proxy.js';
-import { envelope, until } from './testing.js';
+import { engineReply, unreachable } from './testing/fake-clients.js';
+import {
+  DECODE_PEER,
+  PREFILL_PEER,
+  startInProcessProxy,
+  type InProcessProxy,
+} from './testing/in-process-proxy.js';
+import { envelope, until } from './testing/index.js';
 
 /**
  * The engine proxy's `/v1/metaserver` against what vllm-ascend's layer-wise connector really sends

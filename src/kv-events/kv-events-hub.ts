@@ -45,7 +45,7 @@ const endpointKey = (ep: KvEventsEndpoint) => `${ep.endpoint} ${ep.replayEndpoin
  * `reconnectMs`, its blocks dropped meanwhile (the engine may have restarted).
  *
  * createCoordinatorApp builds one hub from `config.kvEvents`; the `precise-prefix` scorer reads its
- * index through src/coordinator/kv-prediction.ts (`index.prefixMatch` of the prompt's block keys).
+ * index through src/coordinator/kv-routing/kv-prediction.ts (`index.prefixMatch` of the prompt's block keys).
  */
 export class KvEventsHub {
   readonly index: BlockIndex;

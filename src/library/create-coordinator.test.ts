@@ -17,7 +17,7 @@ import {
 } from '../config/coordinator-config.js';
 import { definePlugin } from '../scheduling/plugin.js';
 import { startSimulator, type RunningSimulator } from '../simulator/server.js';
-import { chatBody, post, sseEvents } from '../simulator/testing.js';
+import { chatBody, post, sseEvents } from '../simulator/testing/index.js';
 import { createCoordinator, type Coordinator } from './create-coordinator.js';
 
 const quiet = createLogger('test', 'silent');

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { UnsupportedPromptError, type ChatInput } from './chat-template.js';
 import { ModelTokenizer } from './model-tokenizer.js';
-import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from './testing.js';
+import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from './testing/index.js';
 
 interface Case {
   name: string;

@@ -6,7 +6,7 @@ const UNREPRODUCED_CHAT_FIELDS = ['chat_template', 'continue_final_message', 'do
  * What the tokenizer worker needs of an OpenAI chat or completions body; null when the model
  * tokenizer cannot reproduce the engine's prompt (a request's own `chat_template`,
  * `continue_final_message`, `documents`, batched prompts). Shared by the coordinator's block keys
- * (src/coordinator/prompt-block-keys.ts) and the simulator's vLLM-style hashing.
+ * (src/coordinator/kv-routing/prompt-block-keys.ts) and the simulator's vLLM-style hashing.
  */
 export function tokenizeInputOf(
   kind: 'chat' | 'completion',

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlockHasher, eventBlockHash } from '../kv-hash/index.js';
-import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from './testing.js';
+import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from './testing/index.js';
 import { TokenizerClient, UnsupportedPromptError, type TokenizeInput } from './index.js';
 
 const golden = (

@@ -6,6 +6,7 @@ import {
   explainVllmDispatchProfile,
   inferVllmDispatchProfileFromConfig,
 } from './classification.js';
+import { kvConnectorFamily, MOTOR_CONNECTORS, SEED_CONNECTORS } from './connector-table.js';
 import type { DispatchPlan, DispatchProfile } from './enums.js';
 
 const kv = (connector: unknown) => ({ kv_transfer_config: { kv_connector: connector } });
@@ -158,4 +159,38 @@ describe('dispatchCapabilitiesForProfile', () => {
     ['bootstrap', ['concurrent_engine_sync']],
     ['unknown', []],
   ])('%s → %o', (profile, plans) => expect(dispatchCapabilitiesForProfile(profile)).toEqual(plans));
+});
+
+describe("connector tables: the seed's and Motor's superset", () => {
+  it.each<[string, DispatchProfile, DispatchProfile]>([
+    // [connector, seed, Motor]
+    ['NixlConnector', 'handoff', 'handoff'],
+    ['NixlPullConnector', 'unknown', 'handoff'],
+    [' nixlpushconnector ', 'unknown', 'handoff'],
+    ['MooncakeLayerwiseConnector', 'trigger', 'trigger'],
+    ['MooncakeConnector', 'unknown', 'unknown'],
+  ])('%s: seed %s, Motor %s', (connector, seed, motor) => {
+    expect(classifyVllmDispatchProfile(kv(connector))).toBe(seed);
+    expect(explainVllmDispatchProfile(kv(connector)).profile).toBe(seed);
+    expect(explainVllmDispatchProfile(kv(connector), undefined, MOTOR_CONNECTORS).profile).toBe(motor);
+  });
+
+  it('classifies a newer name inside a MultiConnector with Motor’s table only', () => {
+    const config = multi([{ kv_connector: 'NixlPushConnector' }, { kv_connector: 'LMCacheConnectorV1' }]);
+    expect(explainVllmDispatchProfile(config, undefined, SEED_CONNECTORS).profile).toBe('unknown');
+    expect(explainVllmDispatchProfile(config, undefined, MOTOR_CONNECTORS)).toMatchObject({
+      profile: 'handoff',
+      kvConnector: 'NixlPushConnector',
+    });
+  });
+
+  it.each([
+    ['NixlConnector', 'NixlPullConnector', true],
+    ['NixlPullConnector', 'nixlpullconnector ', true],
+    ['NixlConnector', 'NixlPushConnector', false],
+    ['NixlPushConnector', 'NixlPushConnector', true],
+    ['MooncakeConnectorV1', 'NixlConnector', false],
+  ])('%s and %s share a KV wire: %s', (a, b, same) => {
+    expect(kvConnectorFamily(a) === kvConnectorFamily(b)).toBe(same);
+  });
 });

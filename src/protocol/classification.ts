@@ -7,13 +7,9 @@ import {
 } from './constants.js';
 import { DispatchPlan, DispatchProfile } from './enums.js';
 import { configGet, isPlainRecord, normalized, pyRepr, pyStr, pyTruthy } from './python-values.js';
+import { SEED_CONNECTORS, type ConnectorTable } from './connector-table.js';
 
-const VLLM_HANDOFF_CONNECTORS: ReadonlySet<string> = new Set([
-  'mooncakeconnectorv1',
-  'mooncakehybridconnector',
-  'nixlconnector',
-]);
-const VLLM_TRIGGER_CONNECTORS: ReadonlySet<string> = new Set(['mooncakelayerwiseconnector']);
+const SUPERSET_NOTE = " (a newer vLLM name: Motor's superset; the seed says unknown)";
 
 const ALLOWED_EXPLICIT_PROFILES = [
   DispatchProfile.TRIGGER,
@@ -44,7 +40,10 @@ export interface ProfileExplanation {
   kvConnector?: string;
 }
 
-/** Classify vLLM P/D coordination semantics from an explicit profile or the connector whitelist. */
+/**
+ * Classify vLLM P/D coordination semantics from an explicit profile or the connector whitelist: the
+ * seed's answer (its whitelist). Motor's superset is `explainEngineProfile` (engine-profile.ts).
+ */
 export function classifyVllmDispatchProfile(
   engineConfig: unknown,
   explicitProfile?: unknown,
@@ -52,9 +51,11 @@ export function classifyVllmDispatchProfile(
   return explainVllmDispatchProfile(engineConfig, explicitProfile).profile;
 }
 
+/** As {@link classifyVllmDispatchProfile}, with the deciding key; `connectors` defaults to the seed's. */
 export function explainVllmDispatchProfile(
   engineConfig: unknown,
   explicitProfile?: unknown,
+  connectors: ConnectorTable = SEED_CONNECTORS,
 ): ProfileExplanation {
   const fromArgument = pyTruthy(explicitProfile);
   const explicit = fromArgument ? explicitProfile : configGet(engineConfig, DISPATCH_PROFILE_KEY);
@@ -62,6 +63,7 @@ export function explainVllmDispatchProfile(
   const byConnector = classifyKvTransferConfig(
     configGet(engineConfig, KV_TRANSFER_CONFIG_KEY, {}),
     KV_TRANSFER_CONFIG_KEY,
+    connectors,
   );
   if (profile === null) return byConnector;
   // An explicit profile decides the plan; the connector still decides who can read whose KV cache.
@@ -75,25 +77,29 @@ export function explainVllmDispatchProfile(
   };
 }
 
-function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): ProfileExplanation {
+function classifyKvTransferConfig(
+  kvTransferConfig: unknown,
+  path: string,
+  connectors: ConnectorTable,
+): ProfileExplanation {
   if (!isPlainRecord(kvTransferConfig)) {
     return unknown(path, `${path} is missing or not an object`);
   }
   const connectorPath = `${path}.${KV_CONNECTOR_KEY}`;
   const connector = normalized(kvTransferConfig[KV_CONNECTOR_KEY]);
-  if (connector === 'multiconnector') return classifyMultiConnector(kvTransferConfig, path);
+  if (connector === 'multiconnector') return classifyMultiConnector(kvTransferConfig, path, connectors);
   // Kept as written: vLLM finds the connector class by the exact name (vllm-project/vllm
   // vllm/distributed/kv_transfer/kv_connector/factory.py, `KVConnectorFactory._registry` is a dict).
   const named = connector === '' ? {} : { kvConnector: pyStr(kvTransferConfig[KV_CONNECTOR_KEY]) };
-  if (VLLM_HANDOFF_CONNECTORS.has(connector)) {
+  if (connectors.handoff.has(connector)) {
     return {
       profile: DispatchProfile.HANDOFF,
       decidedBy: connectorPath,
-      reason: `${connector} is a handoff connector`,
+      reason: `${connector} is a handoff connector${SEED_CONNECTORS.handoff.has(connector) ? '' : SUPERSET_NOTE}`,
       ...named,
     };
   }
-  if (VLLM_TRIGGER_CONNECTORS.has(connector)) {
+  if (connectors.trigger.has(connector)) {
     return {
       profile: DispatchProfile.TRIGGER,
       decidedBy: connectorPath,
@@ -106,22 +112,26 @@ function classifyKvTransferConfig(kvTransferConfig: unknown, path: string): Prof
   return { ...unknown(connectorPath, `${shown} is not a known P/D connector (fail closed)`), ...named };
 }
 
-function classifyMultiConnector(kvTransferConfig: Record<string, unknown>, path: string): ProfileExplanation {
+function classifyMultiConnector(
+  kvTransferConfig: Record<string, unknown>,
+  path: string,
+  connectors: ConnectorTable,
+): ProfileExplanation {
   const extraPath = `${path}.${KV_CONNECTOR_EXTRA_CONFIG_KEY}`;
   const extraConfig = configGet(kvTransferConfig, KV_CONNECTOR_EXTRA_CONFIG_KEY, {});
   if (!isPlainRecord(extraConfig)) return unknown(extraPath, `${extraPath} is not an object`);
   const connectorsPath = `${extraPath}.${KV_CONNECTORS_KEY}`;
-  const connectors = configGet(extraConfig, KV_CONNECTORS_KEY, []);
-  if (!Array.isArray(connectors) || connectors.length < 2) {
+  const entries = configGet(extraConfig, KV_CONNECTORS_KEY, []);
+  if (!Array.isArray(entries) || entries.length < 2) {
     return unknown(
       connectorsPath,
       `MultiConnector needs a list of at least 2 connectors in ${connectorsPath}`,
     );
   }
-  const transport: unknown = connectors[0];
+  const transport: unknown = entries[0];
   if (!isPlainRecord(transport))
     return unknown(`${connectorsPath}[0]`, `${connectorsPath}[0] is not an object`);
-  return classifyKvTransferConfig(transport, `${connectorsPath}[0]`);
+  return classifyKvTransferConfig(transport, `${connectorsPath}[0]`, connectors);
 }
 
 function unknown(decidedBy: string, reason: string): ProfileExplanation {

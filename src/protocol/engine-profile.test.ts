@@ -113,3 +113,17 @@ it.each<[string, unknown, RegExp]>([
   expect(skipped).toHaveLength(1);
   expect(skipped[0]).toMatch(note);
 });
+
+it.each<[string, boolean, string]>([
+  ['NixlPushConnector', false, 'handoff'],
+  ['NixlPushConnector', true, 'unknown'],
+  ['NixlPullConnector', false, 'handoff'],
+  ['NixlPullConnector', true, 'unknown'],
+  ['NixlConnector', true, 'handoff'],
+])('%s (strict %s) → %s', (connector, strict, profile) => {
+  const config = { kv_transfer_config: { kv_connector: connector } };
+  expect(explainEngineProfile(config, 'vllm', undefined, { strict })).toMatchObject({
+    profile,
+    kvConnector: connector,
+  });
+});

@@ -1,4 +1,5 @@
 import { explainVllmDispatchProfile, type ProfileExplanation } from './classification.js';
+import { MOTOR_CONNECTORS, SEED_CONNECTORS } from './connector-table.js';
 import { KV_TRANSFER_CONFIG_KEY } from './constants.js';
 import { configGet, isPlainRecord, normalized } from './python-values.js';
 
@@ -28,12 +29,14 @@ const SGLANG_SERVER_ARG = /^(disaggregation[-_]|model[-_]path$)/;
  * (`kv_transfer_config` or `kv-transfer-config`, `dispatch_profile`), vLLM's or SGLang's `--config`
  * YAML, or the seed's endpoint-config shape (`engine_type` + `deploy_config.engine_config`, or a
  * top-level `kv_transfer_config` beside `engine_type`). SGLang engines coordinate through bootstrap
- * rooms. Throws `DispatchProfileError` for an invalid explicit profile.
+ * rooms. Throws `DispatchProfileError` for an invalid explicit profile. vLLM connectors are read with
+ * Motor's table (newer names included); `strict` gives the seed's answer.
  */
 export function explainEngineProfile(
   config: unknown,
   engine?: EngineKind,
   explicitProfile?: string,
+  options: { strict?: boolean } = {},
 ): EngineProfileExplanation {
   const skipped: string[] = [];
   const engineType = normalized(configGet(config, 'engine_type'));
@@ -64,7 +67,11 @@ export function explainEngineProfile(
     for (const key of kvTransferKeys(config))
       skipped.push(`${key} (top level): deploy_config.engine_config is the engine's config`);
   const { view, key } = vllmView(prefix ? nested : config, prefix, skipped);
-  const explanation = explainVllmDispatchProfile(view, explicitProfile || deployProfile);
+  const explanation = explainVllmDispatchProfile(
+    view,
+    explicitProfile || deployProfile,
+    options.strict ? SEED_CONNECTORS : MOTOR_CONNECTORS,
+  );
   let decidedBy = explanation.decidedBy;
   if (decidedBy.startsWith('explicit')) {
     if (!explicitProfile && deployProfile) decidedBy = 'deploy_config.dispatch_profile';

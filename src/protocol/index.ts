@@ -2,6 +2,7 @@
 export * from './constants.js';
 export * from './enums.js';
 export * from './classification.js';
+export * from './connector-table.js';
 export * from './capabilities.js';
 export * from './schemas.js';
 export * from './parse.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canPair, pairableDecodes } from './pair-compatibility.js';
 import { Scheduler } from './scheduler.js';
 import { seededRandom } from './seeded-random.js';
-import { instance, request } from './testing.js';
+import { instance, request } from './testing/index.js';
 import type { SchedulableInstance } from './types.js';
 
 const SYNC = ['concurrent_engine_sync'];
@@ -172,5 +172,25 @@ describe('pairs form within one KV connector', () => {
         expect(hasDecode(prefill)).toBe(brute);
       }
     }
+  });
+});
+
+// vLLM keeps `NixlConnector = NixlPullConnector` (…/v1/nixl/connector.py): one wire under two names;
+// a push decode waits for the prefill's WRITE that a pull prefill never does.
+describe('NIXL pull and push', () => {
+  it.each([
+    ['NixlConnector', 'NixlPullConnector', true],
+    ['NixlPullConnector', 'NixlConnector', true],
+    ['NixlConnector', 'NixlPushConnector', false],
+    ['NixlPushConnector', 'NixlPullConnector', false],
+    ['NixlPushConnector', 'NixlPushConnector', true],
+  ])('prefill %s, decode %s: pairs %s', (p, d, pairs) => {
+    const prefill = via('p', 'prefill', p);
+    const decode = via('d', 'decode', d);
+    expect(canPair(prefill, decode)).toBe(pairs);
+    expect(pairableDecodes([decode], (i) => i.dispatch_capabilities)(prefill)).toBe(pairs);
+    // the keyed path (decodes naming different connectors)
+    const mixed = [decode, via('m', 'decode', 'MooncakeConnectorV1')];
+    expect(pairableDecodes(mixed, (i) => i.dispatch_capabilities)(prefill)).toBe(pairs);
   });
 });

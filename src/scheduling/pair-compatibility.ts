@@ -1,3 +1,4 @@
+import { kvConnectorFamily } from '../protocol/connector-table.js';
 import type { SchedulableInstance } from './types.js';
 
 /**
@@ -9,7 +10,12 @@ type PairFacts = Pick<SchedulableInstance, 'engine' | 'kvConnector'>;
 
 /** Whether `a` and `b` may form a pair (the one rule; {@link pairableDecodes} answers it in bulk). */
 export function canPair(a: PairFacts, b: PairFacts): boolean {
-  return agrees(a.engine, b.engine) && agrees(a.kvConnector, b.kvConnector);
+  return agrees(a.engine, b.engine) && agrees(family(a.kvConnector), family(b.kvConnector));
+}
+
+/** Connector names that are one class upstream (`NixlConnector` = `NixlPullConnector`) pair. */
+function family(connector: string | undefined): string | undefined {
+  return connector === undefined ? undefined : kvConnectorFamily(connector);
 }
 
 function agrees(a: string | undefined, b: string | undefined): boolean {
@@ -32,7 +38,10 @@ export function pairableDecodes<I extends PairFacts>(
 ): (prefill: I) => boolean {
   // The common fleet: every decode names the same facts. One comparison per prefill, no keys built.
   const first = decodes[0];
-  if (first && decodes.every((d) => d.engine === first.engine && d.kvConnector === first.kvConnector)) {
+  if (
+    first &&
+    decodes.every((d) => d.engine === first.engine && family(d.kvConnector) === family(first.kvConnector))
+  ) {
     const plans = new Set<string>();
     for (const d of decodes) for (const plan of plansOf(d)) plans.add(plan);
     return (prefill) => {
@@ -44,7 +53,7 @@ export function pairableDecodes<I extends PairFacts>(
   const keys = new Set<string>();
   for (const d of decodes) {
     const engine = d.engine ?? UNNAMED;
-    const connector = d.kvConnector ?? UNNAMED;
+    const connector = family(d.kvConnector) ?? UNNAMED;
     for (const plan of plansOf(d)) {
       keys.add(key(plan, engine, connector)).add(key(plan, engine, ANY));
       keys.add(key(plan, ANY, connector)).add(key(plan, ANY, ANY));
@@ -52,7 +61,7 @@ export function pairableDecodes<I extends PairFacts>(
   }
   return (prefill) => {
     const engines = prefill.engine === undefined ? [ANY] : [prefill.engine, UNNAMED];
-    const connectors = prefill.kvConnector === undefined ? [ANY] : [prefill.kvConnector, UNNAMED];
+    const connectors = prefill.kvConnector === undefined ? [ANY] : [family(prefill.kvConnector)!, UNNAMED];
     for (const plan of plansOf(prefill))
       for (const e of engines) for (const c of connectors) if (keys.has(key(plan, e, c))) return true;
     return false;

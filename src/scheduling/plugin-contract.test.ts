@@ -19,7 +19,7 @@ import type {
 import { schedulingPlugins } from './plugin-registry.js';
 import { textBlockHashes } from './prefix-hash.js';
 import { seededRandom } from './seeded-random.js';
-import { fleet, request } from './testing.js';
+import { fleet, request } from './testing/index.js';
 import type { SchedulableInstance, SchedulingRequest } from './types.js';
 
 function services(seed = 1): SchedulingServices & { clock: ManualClock } {

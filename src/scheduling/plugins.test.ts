@@ -17,7 +17,7 @@ import { roundRobinPicker } from './plugins/round-robin-picker.js';
 import { sessionAffinityScorer } from './plugins/session-affinity-scorer.js';
 import { textBlockHashes } from './prefix-hash.js';
 import { seededRandom } from './seeded-random.js';
-import { fleet, instance, request } from './testing.js';
+import { fleet, instance, request } from './testing/index.js';
 import type { SchedulableInstance, SchedulingRequest } from './types.js';
 
 function services(): SchedulingServices & { clock: ManualClock } {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../common/clock.js';
 import { Scheduler } from './scheduler.js';
-import { fleet, instance, request } from './testing.js';
+import { fleet, instance, request } from './testing/index.js';
 import type { SchedulableInstance, SchedulingDecision } from './types.js';
 
 const H = 'prefill_handoff_decode';

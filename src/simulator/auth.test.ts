@@ -5,7 +5,7 @@ import { createLogger } from '../common/logger.js';
 import { authorize, type AuthKeys } from './auth.js';
 import type { SimEngine } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { chatBody, http } from './testing.js';
+import { chatBody, http } from './testing/index.js';
 
 const fakeReq = (headers: Record<string, string> = {}, method = 'POST'): IncomingMessage =>
   ({ method, headers }) as unknown as IncomingMessage;

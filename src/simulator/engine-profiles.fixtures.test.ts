@@ -5,7 +5,7 @@ import { createLogger } from '../common/logger.js';
 import type { SimEngine } from './engine-profiles.js';
 import type { SimOptions } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { post, sseEvents } from './testing.js';
+import { post, sseEvents } from './testing/index.js';
 
 /**
  * Contract: what the simulator SENDS (handoff prefill params, metaserver calls, recompute frames)
@@ -49,6 +49,7 @@ const ASCEND_PREFILL = 'vllm-ascend/proxy-main/prefill-request.chat.json';
 describe.each([
   ['vllm', 'nixl-2026-01', null, TOY_PREFILL, 'vllm/nixl-2026-01/prefill-response.chat.json'],
   ['vllm', 'nixl-newest', null, TOY_PREFILL, 'vllm/nixl-newest/prefill-response.chat.json'],
+  ['vllm', 'nixl-push', null, TOY_PREFILL, 'vllm/nixl-push/prefill-response.chat.json'],
   ['vllm-ascend', 'v0.13', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.13/prefill-response.chat.json'],
   ['vllm-ascend', 'v0.14', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.14/prefill-response.chat.json'],
   ['vllm-ascend', 'v0.15', null, ASCEND_PREFILL, 'vllm-ascend/mooncake-v0.18/prefill-response.chat.json'],
@@ -79,6 +80,7 @@ describe.each([
 describe.each([
   ['vllm', 'nixl-2026-01', TOY_PREFILL, 'vllm/nixl-2026-01/prefill-response.eos-null.json'],
   ['vllm', 'nixl-newest', TOY_PREFILL, 'vllm/nixl-newest/prefill-response.eos.json'],
+  ['vllm', 'nixl-push', TOY_PREFILL, 'vllm/nixl-push/prefill-response.eos.json'],
   ['vllm-ascend', 'v0.13', TOY_PREFILL, 'vllm-ascend/mooncake-v0.13/prefill-response.eos-null.json'],
   ['vllm-ascend', 'main', TOY_PREFILL, 'vllm-ascend/mooncake-v0.13/prefill-response.eos-null.json'],
 ] as const)('EOS-ended one-token prefill %s %s (--eos-at 1)', (engine, version, req, res) => {

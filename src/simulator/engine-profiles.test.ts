@@ -11,6 +11,8 @@ describe('resolveProfile', () => {
     ['vllm-ascend', 'v0.16', 'v0.15'],
     ['vllm-ascend', 'v0.13', 'v0.13'],
     ['sglang', null, 'index-001c2ae'],
+    ['vllm', 'nixl-push', 'nixl-push'],
+    ['sglang', 'rust-server', 'rust-server'],
   ] as const)('%s %s → %s', (engine, version, want) => {
     expect(resolveProfile(engine, version).version).toBe(want);
   });
@@ -19,7 +21,7 @@ describe('resolveProfile', () => {
     [
       'vllm',
       'v0.13',
-      /unknown --engine-version 'v0.13' for --engine vllm \(expected one of: nixl-newest, nixl-2026-01\)/,
+      /unknown --engine-version 'v0.13' for --engine vllm \(expected one of: nixl-newest, nixl-push, nixl-2026-01\)/,
     ],
     ['vllm-ascend', 'v9', /expected one of: main, v0.18, v0.17, v0.16, v0.15, v0.14, v0.13/],
     ['tgi' as SimEngine, null, /unknown engine 'tgi'/],

@@ -22,13 +22,16 @@ import {
   type GenRequest,
 } from './request-body.js';
 import { parseGenerateRequest } from './sglang-generate.js';
-import { DiedError, ResponseWriter, type OutputEnd } from './response-writer.js';
+import { DiedError, ResponseWriter } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
-import { SSE_DONE, sseError } from './sse.js';
+import { endWithEvents, SSE_DONE, sseError } from './sse.js';
 import { budgetConfigError, StepBudget } from './step-budget.js';
 import { AbortedError, Scheduler, sleep, untilAborted } from './timing.js';
-import { planOutput, promptContext, OUTPUT_VOCAB, type PlannedOutput } from './tokens.js';
+import { planChoice, type ChoiceOutput } from './answer.js';
+import { choiceTokenIds } from './final-choice.js';
+import { thinkingOn } from './reasoning.js';
+import { promptContext, OUTPUT_VOCAB } from './tokens.js';
 
 /** The simulated engine: scheduling, prefix cache, P/D flows and the OpenAI responses. */
 export class SimCore {
@@ -73,7 +76,9 @@ export class SimCore {
       }),
       opts.engine,
     );
-    this.output = new ResponseWriter(opts, this.scheduler, this.steps, this.metrics);
+    this.output = new ResponseWriter(opts, this.scheduler, this.steps, this.metrics, {
+      reasoningKeys: this.profile.reasoningKeys,
+    });
   }
 
   /** SGLang `/abort_request`: aborts in-flight requests with this id; returns how many. */
@@ -182,24 +187,44 @@ export class SimCore {
   /**
    * The RecomputeScheduler fault (`recompute_after`, vllm-ascend decode only: it acts only on a KV
    * consumer, VA core/recompute_scheduler.py): output cut after N tokens, finish "stop", stop_reason
-   * "recomputed"; v0.13/v0.14 repeat the last token in that frame, v0.15+ carry none.
+   * "recomputed"; v0.13/v0.14 repeat the last token in that frame, v0.15+ carry none. Applied to a
+   * plain-text single choice (tool calls, JSON and `n > 1` are not cut).
    */
-  private ending(plan: PlannedOutput, recomputeAfter: number): { words: Uint16Array; end: OutputEnd } {
+  private ending(c: ChoiceOutput, recomputeAfter: number): ChoiceOutput {
     const mode = this.opts.role === 'decode' ? this.profile.recompute : null;
-    if (mode === null || recomputeAfter < 0 || recomputeAfter >= plan.words.length) {
-      return {
-        words: plan.words,
-        end: { finish: plan.finishReason, stopReason: plan.stopReason, tokenless: false },
-      };
-    }
-    let words = plan.words.subarray(0, recomputeAfter);
+    const plain = c.tool === null && c.json === null;
+    if (mode === null || !plain || recomputeAfter < 0 || recomputeAfter >= c.words.length) return c;
+    let words = c.words.subarray(0, recomputeAfter);
     const repeat = mode === 'repeat-last-token' && recomputeAfter > 0;
     if (repeat) {
       words = new Uint16Array(recomputeAfter + 1);
-      words.set(plan.words.subarray(0, recomputeAfter));
-      words[recomputeAfter] = plan.words[recomputeAfter - 1]!;
+      words.set(c.words.subarray(0, recomputeAfter));
+      words[recomputeAfter] = c.words[recomputeAfter - 1]!;
     }
-    return { words, end: { finish: 'stop', stopReason: 'recomputed', tokenless: !repeat } };
+    return {
+      ...c,
+      words,
+      reasoning: Math.min(c.reasoning, words.length),
+      end: { finish: 'stop', stopReason: 'recomputed', tokenless: !repeat },
+    };
+  }
+
+  /** The choices of a run's answer (answer.ts); a bootstrap prefill computes one token. */
+  private plan(run: Run): ChoiceOutput[] {
+    const { g, flow } = run;
+    const bootstrapPrefill = flow === 'bootstrap_prefill';
+    const gen = bootstrapPrefill ? { ...g, naturalStop: false } : g;
+    const context = promptContext(g.promptText, g.promptIds);
+    const settings = {
+      eosAt: this.opts.eosAt,
+      thinking: thinkingOn(this.opts.reasoningParser, g),
+      idStyle: this.opts.engine === 'sglang' ? ('sglang' as const) : ('vllm' as const),
+    };
+    const maxTokens = bootstrapPrefill ? 1 : g.maxTokens;
+    const choices = [];
+    for (let k = 0; k < g.n; k++) choices.push(planChoice(gen, k, context, maxTokens, settings));
+    if (g.n === 1) choices[0] = this.ending(choices[0]!, run.recomputeAfter);
+    return choices;
   }
 
   private onRunError(run: Run, err: unknown): void {
@@ -225,7 +250,7 @@ export class SimCore {
     this.ledger.finish(entry, 'failed', reason);
     if (res.destroyed) return;
     if (run.committed) {
-      res.end(sseError(message, errorTypeForStatus(status), status) + SSE_DONE);
+      endWithEvents(res, sseError(message, errorTypeForStatus(status), status), SSE_DONE);
     } else {
       renderError(res, new HttpError(status, message));
     }
@@ -268,15 +293,7 @@ export class SimCore {
         else await sleep(run.hangMs, signal);
       }
 
-      const maxTokens = flow === 'bootstrap_prefill' ? 1 : g.maxTokens;
-      const plan = planOutput(g.seed ?? 0, promptContext(g.promptText, g.promptIds), {
-        maxTokens,
-        stop: g.stop,
-        minTokens: g.minTokens,
-        naturalStop: g.naturalStop && flow !== 'bootstrap_prefill',
-        eosAt: this.opts.eosAt,
-      });
-      const { words, end } = this.ending(plan, run.recomputeAfter);
+      const choices = this.plan(run);
 
       if (flow === 'trigger_prefill' || flow === 'bootstrap_prefill') {
         // The first token comes out of prefill; then the KV goes to the decode outside the batch.
@@ -285,17 +302,25 @@ export class SimCore {
         entry.state = 'transfer';
         await this.kv.send(run, payload);
         // The layer-wise connector's request_finished always returns (False, None) (VA LW).
-        return await this.output.respond(run, words, end, cached, null);
+        return await this.output.respond(run, choices, cached, null);
       }
 
       entry.state = 'decode';
-      await this.output.respondWhileDecoding(run, words, end, cached, () =>
-        flow === 'handoff_prefill' ? this.kv.holdForPull(run, words, end) : null,
+      await this.output.respondWhileDecoding(run, choices, cached, () =>
+        flow === 'handoff_prefill'
+          ? this.kv.holdForPull(run, lastTokenId(choices[0]!), choices[0]!.end)
+          : null,
       );
     } finally {
       releaseSlot();
     }
   }
+}
+
+/** The id of a choice's last output token (0: none), as a prefill's handoff params name it. */
+function lastTokenId(c: ChoiceOutput): number {
+  const ids = choiceTokenIds(c);
+  return ids.length > 0 ? ids[ids.length - 1]! : 0;
 }
 
 export { OUTPUT_VOCAB, SimFailure };

@@ -3,7 +3,7 @@ import { loadEngineFixture } from '../../test/fixtures/engines/load.js';
 import { createLogger } from '../common/logger.js';
 import type { SimEngine } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { chatBody, http, idleLedger, post, sseEvents } from './testing.js';
+import { chatBody, http, idleLedger, post, sseEvents } from './testing/index.js';
 
 const log = createLogger('test', 'silent');
 

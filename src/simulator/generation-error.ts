@@ -2,7 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { sendJson } from '../common/http.js';
 import type { SimEngine } from './options.js';
 import type { GenRequest } from './request-body.js';
-import { ChunkWriter, makeUsage, SSE_DONE } from './sse.js';
+import { ChunkWriter } from './chunk-writer.js';
+import { endWithEvents, makeUsage, SSE_DONE } from './sse.js';
 import { generateBody } from './sglang-generate.js';
 
 /** Why the request failed, in the engine's words (the decode side of a failed KV transfer). */
@@ -60,17 +61,16 @@ export function writeGenerationError(
   });
   if (g.kind === 'generate') {
     const abort = { type: 'abort', message, status_code: 500 };
-    return void res.end(
-      `data: ${JSON.stringify(generateBody(id, '', [], abort, g.promptIds.length, 0, 0))}\n\n${SSE_DONE}`,
-    );
+    const event = `data: ${JSON.stringify(generateBody(id, '', [], abort, g.promptIds.length, 0, 0))}\n\n`;
+    return endWithEvents(res, event, SSE_DONE);
   }
   const error = sglang
     ? { object: 'error', message, type: 'INTERNAL_SERVER_ERROR', param: null, code: 500 }
     : { message, type: 'InternalServerError', param: null, code: 500 };
-  let out = `data: ${JSON.stringify({ error })}\n\n`;
+  const events = [`data: ${JSON.stringify({ error })}\n\n`];
   if (sglang && g.includeUsage) {
     const w = new ChunkWriter(g.kind, id, Math.floor(Date.now() / 1000), model, false);
-    out += w.usage(makeUsage(g.promptIds.length, 0, 0));
+    events.push(w.usage(makeUsage(g.promptIds.length, 0, 0)));
   }
-  res.end(out + SSE_DONE);
+  endWithEvents(res, ...events, SSE_DONE);
 }

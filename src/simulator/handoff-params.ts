@@ -48,6 +48,20 @@ export function handoffParams(shape: HandoffShape, f: HandoffFields): Record<str
         remote_blocks_expiry_time: null,
         transfer_mode: 'pull',
       };
+    // VL v1/nixl/push_scheduler.py NixlPushConnectorScheduler.request_finished (index 0316d25ab5).
+    case 'nixl-push':
+      return {
+        ...head,
+        remote_block_ids: [f.blockIds],
+        remote_engine_id: f.engineId,
+        remote_request_id: f.requestId,
+        remote_host: f.host,
+        remote_port: f.port,
+        tp_size: 1,
+        pp_size: 1,
+        remote_num_tokens: f.promptTokens,
+        transfer_mode: 'push',
+      };
     // VA kv_p2p/mooncake_hybrid_connector.py MooncakeHybridConnectorScheduler.request_finished (main).
     case 'mooncake-hybrid-main':
       return {

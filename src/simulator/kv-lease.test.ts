@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { createLogger } from '../common/logger.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { chatBody, post } from './testing.js';
+import { chatBody, post } from './testing/index.js';
 
 const log = createLogger('sim-lease', 'silent');
 const started: RunningSimulator[] = [];

@@ -14,7 +14,6 @@ import type { OutputEnd } from './response-writer.js';
 import type { Run } from './run.js';
 import { SimFailure } from './sim-failure.js';
 import { AbortedError, delay, transferMs, type Scheduler } from './timing.js';
-import { OUTPUT_VOCAB } from './tokens.js';
 
 /** The decode heartbeats only with all of these in its params (VL nixl/base_scheduler.py on_new_request). */
 const HEARTBEAT_FIELDS = ['remote_engine_id', 'remote_request_id', 'remote_host', 'remote_port', 'tp_size'];
@@ -106,7 +105,7 @@ export class KvTransfer {
    * nothing, when an EOS/stop string ended it and the connector only hands over length-capped
    * requests (engine-profiles.ts `paramsOnEos`). A streamed prefill holds its KV all the same.
    */
-  holdForPull(run: Run, words: Uint16Array, end: OutputEnd): Record<string, unknown> | null {
+  holdForPull(run: Run, lastTokenId: number, end: OutputEnd): Record<string, unknown> | null {
     if (end.finish !== 'length' && !this.profile.paramsOnEos) return null;
     const nBlocks = this.blocksFor(run.g);
     const payload = this.payload(run.g, nBlocks);
@@ -121,7 +120,7 @@ export class KvTransfer {
       blockIds: payload.block_ids,
       blockSize: this.opts.blockSize,
       promptTokens: run.g.promptIds.length,
-      lastTokenId: words.length > 0 ? OUTPUT_VOCAB.ids[words[words.length - 1]!]! : 0,
+      lastTokenId,
     });
   }
 
@@ -152,7 +151,12 @@ export class KvTransfer {
     const host = requireField(kv, 'remote_host', isString, 'a host string');
     const port = requireField(kv, 'remote_port', isPort, 'a port number');
     const engineId = requireField(kv, 'remote_engine_id', isString, 'a string');
-    const blockIds = flatBlockIds(requireField(kv, 'remote_block_ids', isBlockIds, 'an array of block ids'));
+    // Push mode: the decode does not read the prefill's block ids; the prefill learns the decode's
+    // blocks from the registration (VL nixl/push_scheduler.py update_state_after_alloc seeds `()`).
+    const push = this.profile.pushRegistrationMs !== null;
+    const blockIds = push
+      ? null
+      : flatBlockIds(requireField(kv, 'remote_block_ids', isBlockIds, 'an array of block ids'));
     // vllm-ascend v0.13 sends no remote_request_id: both sides use the same external id then.
     const remoteId = isString(kv.remote_request_id) ? kv.remote_request_id : run.internalId;
     const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -167,6 +171,11 @@ export class KvTransfer {
       stopBeats?.();
     }
     const url = `${origin}/internal/kv/pull`;
+    // A push registration waits for the prefill's write up to push_registration_timeout; upstream then
+    // only drops it with a warning, the simulator fails the request (a bounded wait, said in a 500).
+    const waitMs = push
+      ? (this.opts.pushRegistrationTimeoutMs ?? this.profile.pushRegistrationMs!)
+      : this.opts.kvWaitMs;
     let r;
     try {
       r = await this.peers.postJson(
@@ -174,14 +183,20 @@ export class KvTransfer {
         {
           remote_request_id: remoteId,
           remote_engine_id: engineId,
-          remote_block_ids: blockIds,
+          ...(blockIds ? { remote_block_ids: blockIds } : {}),
           requester_engine_id: this.opts.engineId,
         },
-        this.opts.kvWaitMs,
+        waitMs,
         run.signal,
       );
     } catch (err) {
       if (run.signal.aborted) throw new AbortedError(String(run.signal.reason));
+      if (push)
+        throw new SimFailure(
+          500,
+          `KV push registration for request ${run.id} got no write from the prefill within ${waitMs} ms: ${(err as Error).message}`,
+          'push_registration_timeout',
+        );
       throw new SimFailure(
         500,
         `KV transfer failed for request ${run.id}: prefill unreachable: ${(err as Error).message}`,

@@ -3,6 +3,7 @@ import type { SimEngine } from './engine-profiles.js';
 import type { BlockHashAlgo } from '../kv-hash/index.js';
 import type { FaultConfig } from './faults.js';
 import type { KvEventsLayout } from './kv-events-publisher.js';
+import type { ReasoningParser } from './reasoning.js';
 
 export type { SimEngine };
 export type SimRole = 'prefill' | 'decode' | 'union';
@@ -37,6 +38,8 @@ export interface SimOptions {
   defaultMaxTokens: number;
   /** The n-th output token of every request is EOS (finish_reason stop), honouring min_tokens; 0 = off. */
   eosAt: number;
+  /** vLLM / SGLang `--reasoning-parser`: chat answers begin with reasoning text (reasoning.ts); null = off. */
+  reasoningParser: ReasoningParser | null;
   // KV / prefix cache
   blockSize: number;
   kvBlocks: number;
@@ -44,6 +47,8 @@ export interface SimOptions {
   /** Hold of unread handoff KV; null = the profile's default (480 s abort timeout, 30 s newest NIXL lease). */
   kvLeaseMs: number | null;
   kvWaitMs: number;
+  /** NIXL push decode: how long its registration waits for the prefill's write; null = the profile's. */
+  pushRegistrationTimeoutMs: number | null;
   bootstrapTimeoutMs: number;
   /** SGLang prefill: port of its own bootstrap server (0 = any free port); also what `bootstrap_port: null` means. */
   bootstrapPort: number;
@@ -105,11 +110,13 @@ export function defaultSimOptions(): SimOptions {
     maxModelLen: 32768,
     defaultMaxTokens: 16,
     eosAt: 0,
+    reasoningParser: null,
     blockSize: 16,
     kvBlocks: 6144,
     kvTransferMsPerBlock: 0.3,
     kvLeaseMs: null,
     kvWaitMs: 30_000,
+    pushRegistrationTimeoutMs: null,
     bootstrapTimeoutMs: 30_000,
     // SGLang ServerArgs.disaggregation_bootstrap_port default (python/sglang/srt/server_args.py).
     bootstrapPort: 8998,

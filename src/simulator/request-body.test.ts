@@ -22,7 +22,7 @@ describe('parseJsonPreservingRoom', () => {
 describe('parseGenRequest', () => {
   it.each([
     [{ model: 'm', prompt: 'x', max_tokens: 0 }, 'max_tokens'],
-    [{ model: 'm', prompt: 'x', n: 2 }, 'n'],
+    [{ model: 'm', prompt: 'x', n: 200 }, 'n'],
     [{ model: 'm', prompt: ['a', 'b'] }, 'prompt'],
     [{ model: 'm', prompt: 'x', stream_options: { include_usage: true } }, 'stream_options'],
     [{ model: 'm', prompt: 'x', stop: 5 }, 'stop'],

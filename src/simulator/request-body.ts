@@ -1,5 +1,7 @@
 import { isPlainObject, type JsonParseResult } from '../common/http.js';
-import { HttpError } from '../common/http-error.js';
+import { RequestError } from './request-error.js';
+import { parseJsonFormat, type JsonFormat } from './structured-output.js';
+import { decideToolCall, type ToolDecision } from './tool-request.js';
 import { renderChat, tokenize } from './tokens.js';
 
 /**
@@ -23,13 +25,7 @@ export function parseJsonPreservingRoom(text: string): JsonParseResult {
   }
 }
 
-/** Invalid input (4xx, naming the offending field): the HTTP frame renders it as it is. */
-export class RequestError extends HttpError {
-  constructor(status: number, message: string, param: string | null = null) {
-    super(status, message, { param });
-    this.name = 'RequestError';
-  }
-}
+export { RequestError };
 
 export interface BootstrapInfo {
   host: string;
@@ -61,7 +57,22 @@ export interface GenRequest {
   bodyRequestId: string | null;
   kv: Record<string, unknown> | null;
   bootstrap: BootstrapInfo | null;
+  /** Chat with `tools`: the call the model makes instead of text (tool-request.ts); null: text. */
+  toolCall: ToolDecision | null;
+  /** `response_format` / `structured_outputs`: the content is JSON (structured-output.ts). */
+  format: JsonFormat | null;
+  /** Chat `chat_template_kwargs.enable_thinking` (Qwen3's template switch); null: not given. */
+  enableThinking: boolean | null;
+  /** Parallel samples (`n`): one choice each (answer.ts choiceSeed). */
+  n: number;
+  /** Completions `echo`: the answer text starts with the prompt. */
+  echo: boolean;
+  /** Chat `top_logprobs` when `logprobs: true` (0: the sampled token only); completions `logprobs`; null: none. */
+  logprobs: number | null;
 }
+
+/** A bound of the simulator's own (vLLM's is its max_num_seqs): n choices are planned up front. */
+const MAX_N = 128;
 
 function optInt(body: Record<string, unknown>, key: string, min: number): number | null {
   const v = body[key];
@@ -130,6 +141,8 @@ export function parseGenRequest(
   }
   let promptIds: number[];
   let promptText: string | null;
+  let toolCall: ToolDecision | null = null;
+  let enableThinking: boolean | null = null;
   if (kind === 'chat') {
     const msgs = body.messages;
     if (!Array.isArray(msgs) || msgs.length === 0) {
@@ -153,6 +166,8 @@ export function parseGenRequest(
     }
     promptText = renderChat(rendered, { continueFinal, addGenerationPrompt });
     promptIds = tokenize(promptText);
+    toolCall = decideToolCall(body, rendered);
+    enableThinking = chatTemplateSwitch(body.chat_template_kwargs);
   } else {
     let p = body.prompt;
     if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) p = p[0];
@@ -180,8 +195,8 @@ export function parseGenRequest(
 
   const maxTokensRaw = optInt(body, 'max_completion_tokens', 1) ?? optInt(body, 'max_tokens', 1);
   const maxTokens = maxTokensRaw ?? defaults.defaultMaxTokens;
-  const n = optInt(body, 'n', 1);
-  if (n !== null && n > 1) throw new RequestError(400, "'n' > 1 is not supported by the simulator", 'n');
+  const n = optInt(body, 'n', 1) ?? 1;
+  if (n > MAX_N) throw new RequestError(400, `'n' must be <= ${MAX_N}, got ${n}`, 'n');
   const minTokens = optInt(body, 'min_tokens', 0) ?? 0;
   let stop: Set<string> | null = null;
   if (typeof body.stop === 'string') stop = new Set([body.stop]);
@@ -261,5 +276,37 @@ export function parseGenRequest(
     bodyRequestId,
     kv,
     bootstrap,
+    toolCall,
+    format: parseJsonFormat(body),
+    enableThinking,
+    logprobs: kind === 'chat' ? chatLogprobs(body) : optInt(body, 'logprobs', 0),
+    n,
+    echo: kind === 'completion' && optBool(body, 'echo'),
   };
+}
+
+/** Chat logprobs (vLLM ChatCompletionRequest: `logprobs` bool, `top_logprobs` 0–20 needs `logprobs`). */
+function chatLogprobs(body: Record<string, unknown>): number | null {
+  const on = optBool(body, 'logprobs');
+  const top = optInt(body, 'top_logprobs', 0);
+  if (top !== null && top > 20)
+    throw new RequestError(400, `'top_logprobs' must be <= 20, got ${top}`, 'top_logprobs');
+  if (!on) {
+    if (top !== null && top > 0)
+      throw new RequestError(
+        400,
+        'when using `top_logprobs`, `logprobs` must be set to true.',
+        'top_logprobs',
+      );
+    return null;
+  }
+  return top ?? 0;
+}
+
+function chatTemplateSwitch(kwargs: unknown): boolean | null {
+  if (kwargs === undefined || kwargs === null) return null;
+  if (!isPlainObject(kwargs))
+    throw new RequestError(400, "'chat_template_kwargs' must be an object", 'chat_template_kwargs');
+  const v = kwargs.enable_thinking;
+  return typeof v === 'boolean' ? v : null;
 }

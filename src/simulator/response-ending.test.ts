@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { chatBody, post, sseEvents } from './testing.js';
+import { chatBody, post, sseEvents } from './testing/index.js';
 
 /** finish_reason / stop_reason as vLLM reports them (ChatCompletionResponseChoice.stop_reason). */
 type Choice = {

@@ -3,8 +3,11 @@ import { sendJson } from '../common/http.js';
 import type { SimMetrics } from './metrics.js';
 import type { SimOptions } from './options.js';
 import type { Run } from './run.js';
+import { choiceSteps, choiceTokens, type ChoiceOutput } from './answer.js';
+import { ChunkWriter, type ChatStyle } from './chunk-writer.js';
+import { echoText, finalChoice } from './final-choice.js';
 import { GenerateChunkWriter, generateFinalBody } from './sglang-generate.js';
-import { ChunkWriter, makeUsage, SSE_DONE, type Ending } from './sse.js';
+import { endWithEvents, makeUsage, SSE_DONE, writeEvent, type Ending } from './sse.js';
 import type { StepBudget } from './step-budget.js';
 import { AbortedError, Pacer, sleep, yieldToLoop, type Scheduler } from './timing.js';
 import { outputText, outputTokenIds } from './tokens.js';
@@ -15,6 +18,9 @@ export interface OutputEnd extends Ending {
 }
 
 const ABORTED: Ending = { finish: 'abort', stopReason: null };
+
+/** What streams a run's events: OpenAI chunks (chunk-writer.ts) or SGLang `/generate` events. */
+type EventWriter = Pick<ChunkWriter, 'first' | 'step' | 'finishOnly' | 'usage'>;
 
 /** The die-after-N-tokens fault fired: the connection is cut, no error is rendered. */
 export class DiedError extends Error {
@@ -33,6 +39,7 @@ export class ResponseWriter {
     private readonly scheduler: Scheduler,
     private readonly steps: StepBudget,
     private readonly metrics: SimMetrics,
+    private readonly style: ChatStyle,
   ) {}
 
   /** `/abort_request` (SGLang): finish with finish_reason "abort" like SGLang does. */
@@ -40,25 +47,29 @@ export class ResponseWriter {
     const { res, g } = run;
     if (run.committed) {
       const w = this.writer(run);
-      res.end(w.finishOnly(ABORTED) + SSE_DONE);
+      endWithEvents(res, w.finishOnly(ABORTED), SSE_DONE);
     } else if (!g.stream) {
-      this.sendFinal(run, new Uint16Array(0), ABORTED, 0, null);
+      this.sendFinal(run, [abortedChoice()], 0, null);
     } else {
       this.commit(run);
       const w = this.writer(run);
-      res.end(w.first(null) + w.finishOnly(ABORTED) + SSE_DONE);
+      endWithEvents(res, w.first(null), w.finishOnly(ABORTED), SSE_DONE);
     }
   }
 
-  private writer(run: Run, cached = 0): Pick<ChunkWriter, 'first' | 'token' | 'finishOnly' | 'usage'> {
+  private writer(run: Run, cached = 0): EventWriter {
     const id = this.responseId(run);
-    if (run.g.kind === 'generate') return new GenerateChunkWriter(id, run.g.promptIds.length, cached);
+    const { g } = run;
+    if (g.kind === 'generate') return new GenerateChunkWriter(id, g.promptIds.length, cached);
     return new ChunkWriter(
-      run.g.kind,
+      g.kind,
       id,
       Math.floor(Date.now() / 1000),
       this.opts.model,
-      run.g.returnTokenIds,
+      g.returnTokenIds,
+      this.style,
+      g.logprobs,
+      g.echo ? echoText(g) : null,
     );
   }
 
@@ -79,34 +90,35 @@ export class ResponseWriter {
   /** Non-streaming or prefill-style response without a decode loop (used by trigger/bootstrap prefill). */
   async respond(
     run: Run,
-    words: Uint16Array,
-    end: OutputEnd,
+    choices: readonly ChoiceOutput[],
     cached: number,
     kvParams: Record<string, unknown> | null,
   ) {
-    await this.respondWhileDecoding(run, words, end, cached, () => kvParams);
+    await this.respondWhileDecoding(run, choices, cached, () => kvParams);
   }
 
   /**
-   * Emits `words` one decode step at a time (paced by the timing model, or back-to-back at
-   * time-scale 0), then the final chunk/usage or the whole JSON body. `finalKv` runs once the last
-   * token is produced and returns the response's kv_transfer_params.
+   * Emits the choices one decode step at a time (paced by the timing model, or back-to-back at
+   * time-scale 0), each step of each choice its own SSE event and socket write, then the final
+   * chunks/usage or the whole JSON body. `finalKv` runs once the last token is produced and returns
+   * the response's kv_transfer_params.
    */
   async respondWhileDecoding(
     run: Run,
-    words: Uint16Array,
-    end: OutputEnd,
+    choices: readonly ChoiceOutput[],
     cached: number,
     finalKv: () => Record<string, unknown> | null,
   ): Promise<void> {
     const { g, res, signal, entry } = run;
-    const n = words.length;
+    const steps = choices.map(choiceSteps);
+    const n = Math.max(0, ...steps);
     const stream = g.stream;
     const w = stream ? this.writer(run, cached) : null;
-    let buf = '';
     if (w) {
       this.commit(run);
-      buf = w.first(g.returnTokenIds ? g.promptIds : null);
+      for (const c of choices)
+        if (!writeEvent(res, w.first(g.returnTokenIds ? g.promptIds : null, c.index)))
+          await drained(res, signal);
     }
     const pacer = new Pacer();
     let last = performance.now();
@@ -114,73 +126,74 @@ export class ResponseWriter {
     for (let i = 0; i < n; i++) {
       if (i > 0) {
         const wait = pacer.advance(this.steps.decodeStepMs(this.scheduler.running, run.slowFactor));
-        if (wait > 0 || (i & 63) === 0) {
-          if (buf.length > 0) {
-            if (!res.write(buf)) await drained(res, signal);
-            buf = '';
-          }
-          if (wait > 0) await sleep(wait, signal);
-          else await yieldToLoop();
-        }
+        if (wait > 0) await sleep(wait, signal);
+        else if ((i & 63) === 0) await yieldToLoop();
         if (signal.aborted) throw new AbortedError(String(signal.reason));
       }
-      if (i === run.dieAfter) await dieAfterFlush(res, buf, stream);
+      if (i === run.dieAfter) await dieAfterFlush(res, stream);
       const now = performance.now();
       if (i === 0) this.metrics.ttft.observe((now - run.startedAt) / 1000);
       else itl.observe((now - last) / 1000);
       last = now;
       run.emitted = i + 1;
       entry.output_tokens = i + 1;
-      if (w) buf += w.token(words[i]!, i === n - 1 && !end.tokenless ? end : null);
+      if (w) {
+        for (let k = 0; k < choices.length; k++) {
+          const c = choices[k]!;
+          if (i >= steps[k]!) continue;
+          if (!writeEvent(res, w.step(c, i, i === steps[k]! - 1 && !c.end.tokenless ? c.end : null)))
+            await drained(res, signal);
+        }
+      }
     }
-    if (n === run.dieAfter) await dieAfterFlush(res, buf, stream);
-    this.metrics.generationTokens.inc(n);
+    if (n === run.dieAfter) await dieAfterFlush(res, stream);
+    const completion = choices.reduce((sum, c) => sum + choiceTokens(c), 0);
+    this.metrics.generationTokens.inc(completion);
     this.metrics.e2e.observe((performance.now() - run.startedAt) / 1000);
     const kvParams = finalKv();
     if (w) {
-      if (n === 0 || end.tokenless) buf += w.finishOnly(end);
-      if (g.includeUsage) buf += w.usage(makeUsage(g.promptIds.length, n, cached));
-      res.end(buf + SSE_DONE);
+      for (let k = 0; k < choices.length; k++) {
+        const c = choices[k]!;
+        if (steps[k] === 0 || c.end.tokenless)
+          if (!writeEvent(res, w.finishOnly(c.end, c.index))) await drained(res, signal);
+      }
+      if (g.includeUsage)
+        if (!writeEvent(res, w.usage(makeUsage(g.promptIds.length, completion, cached))))
+          await drained(res, signal);
+      endWithEvents(res, SSE_DONE);
     } else {
-      this.sendFinal(run, words, end, cached, kvParams);
+      this.sendFinal(run, choices, cached, kvParams);
     }
   }
 
   private sendFinal(
     run: Run,
-    words: Uint16Array,
-    end: Ending,
+    choices: readonly ChoiceOutput[],
     cached: number,
     kvParams: Record<string, unknown> | null,
   ) {
     const { g } = run;
-    const text = outputText(words);
-    const usage = makeUsage(g.promptIds.length, words.length, cached);
+    const completion = choices.reduce((sum, c) => sum + choiceTokens(c), 0);
+    const usage = makeUsage(g.promptIds.length, completion, cached);
     if (g.kind === 'generate') {
-      const body = generateFinalBody(run.id, text, outputTokenIds(words), end.finish, usage);
+      const c = choices[0]!;
+      const body = generateFinalBody(
+        run.id,
+        outputText(c.words),
+        outputTokenIds(c.words),
+        c.end.finish,
+        usage,
+      );
       return sendJson(run.res, 200, body, { 'x-request-id': run.id });
-    }
-    const created = Math.floor(Date.now() / 1000);
-    const choice: Record<string, unknown> =
-      g.kind === 'chat'
-        ? {
-            index: 0,
-            message: { role: 'assistant', content: text },
-            logprobs: null,
-            finish_reason: end.finish,
-            stop_reason: end.stopReason,
-          }
-        : { index: 0, text, logprobs: null, finish_reason: end.finish, stop_reason: end.stopReason };
-    if (g.returnTokenIds) {
-      choice.token_ids = outputTokenIds(words);
-      if (g.kind === 'completion') choice.prompt_token_ids = g.promptIds;
     }
     const body: Record<string, unknown> = {
       id: this.responseId(run),
       object: g.kind === 'chat' ? 'chat.completion' : 'text_completion',
-      created,
+      created: Math.floor(Date.now() / 1000),
       model: this.opts.model,
-      choices: [choice],
+      choices: choices.map((c) =>
+        finalChoice(g, c, { style: this.style, sglang: this.opts.engine === 'sglang' }),
+      ),
       usage,
     };
     if (g.returnTokenIds && g.kind === 'chat') body.prompt_token_ids = g.promptIds;
@@ -189,9 +202,28 @@ export class ResponseWriter {
   }
 }
 
-/** Die-after-N fault: flush what the client should have seen (stream), then throw DiedError. */
-async function dieAfterFlush(res: ServerResponse, buf: string, stream: boolean): Promise<never> {
-  if (stream) await new Promise<void>((resolve) => res.write(buf, () => resolve()));
+/** The choice of an answer aborted before any token. */
+function abortedChoice(): ChoiceOutput {
+  return {
+    index: 0,
+    seed: 0,
+    words: new Uint16Array(0),
+    reasoning: 0,
+    json: null,
+    tool: null,
+    end: { ...ABORTED, tokenless: false },
+  };
+}
+
+/** Die-after-N fault: wait until what the client should have seen left the socket, then throw DiedError. */
+async function dieAfterFlush(res: ServerResponse, stream: boolean): Promise<never> {
+  const socket = res.socket;
+  if (stream && socket && socket.writableLength > 0) {
+    await new Promise<void>((resolve) => {
+      socket.once('drain', resolve);
+      socket.once('close', resolve);
+    });
+  }
   throw new DiedError();
 }
 

@@ -14,11 +14,17 @@ import { Recorder } from './recorder.js';
 import { parseJsonPreservingRoom } from './request-body.js';
 import type { KvPayload } from './kv-handoff.js';
 import { authGuard } from './auth.js';
-import { startSglangBootstrapServer, type SglangBootstrapServer } from './sglang-bootstrap-server.js';
+import {
+  BOOTSTRAP_JOIN_PATH,
+  bootstrapJoinRoute,
+  startSglangBootstrapServer,
+  type SglangBootstrapServer,
+} from './sglang-bootstrap-server.js';
 import { handleGenerate } from './sglang-generate.js';
 import type { KvEventsPublisher } from './kv-events-publisher.js';
-import { sglangServerInfo } from './sglang-server-info.js';
+import { rustSglangServerInfo, sglangServerInfo } from './sglang-server-info.js';
 import { handleTokenize } from './tokenize-route.js';
+import { handleEmbeddings } from './embeddings-route.js';
 
 export interface RunningSimulator {
   url: string;
@@ -59,13 +65,14 @@ interface SimHttp {
   server: Server;
   /** Filled in once listening: the base URL and (SGLang prefill) the bootstrap server's port. */
   bound: { url: string; bootstrapPort: number | null };
+  bodies: BodyReader;
   /** A POST route: the body is read and the request recorded before `handle` runs. */
   post(path: string, handle: SimHandler): RouteHandler;
 }
 
 /**
  * Starts a simulator on `host:port` and logs one `listening` line. Routes:
- *   POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics
+ *   POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /health, GET /metrics
  *   SGLang: POST /generate, POST /abort_request, GET /server_info | /get_server_info
  *   GET /debug/info
  *   GET|POST|DELETE /debug/faults           GET|DELETE /debug/recorded       GET|DELETE /debug/requests
@@ -106,6 +113,7 @@ export async function startSimulator(
     recorder,
     server,
     bound: { url: '', bootstrapPort: null },
+    bodies,
     post: (path, handle) => async (req, res) => handle(req, res, await readAndRecord(req, 'POST', path)),
   };
   const routes = new RouteTable<RouteHandler>();
@@ -135,9 +143,11 @@ export async function startSimulator(
   core.kv.advertised = bootstrapAddressFromUrl(url, {
     host: opts.advertiseHost ?? (wildcard ? '127.0.0.1' : null),
   });
-  // SGLang starts the bootstrap server on prefill instances only (disaggregation/common/conn.py).
+  // SGLang starts the bootstrap server on prefill instances only (disaggregation/common/conn.py);
+  // its Rust server serves it on the HTTP listener instead (engine-profiles.ts `bootstrapOnHttpPort`).
   let bootstrap: SglangBootstrapServer | null = null;
-  if (opts.engine === 'sglang' && opts.role === 'prefill') {
+  const onHttpPort = core.profile.bootstrapOnHttpPort;
+  if (opts.engine === 'sglang' && opts.role === 'prefill' && !onHttpPort) {
     try {
       bootstrap = await startSglangBootstrapServer(opts.host, opts.bootstrapPort, core.kv.rooms, {
         timeoutMs: opts.bootstrapTimeoutMs,
@@ -150,7 +160,8 @@ export async function startSimulator(
       throw new Error(`bootstrap port ${opts.bootstrapPort}: ${(err as Error).message}`, { cause: err });
     }
   }
-  sim.bound = { url, bootstrapPort: bootstrap?.port ?? null };
+  const httpBootstrap = onHttpPort && opts.engine === 'sglang' && opts.role === 'prefill';
+  sim.bound = { url, bootstrapPort: bootstrap?.port ?? (httpBootstrap ? Number(new URL(url).port) : null) };
   let events: KvEventsPublisher | null = null;
   if (opts.kvEventsEndpoint !== null) {
     try {
@@ -262,6 +273,11 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
       '/internal/kv/release',
       post('/internal/kv/release', (_req, res, text) => internalRelease(core, res, text)),
     );
+  routes.add(
+    'POST',
+    '/v1/embeddings',
+    post('/v1/embeddings', (_req, res, text) => handleEmbeddings(opts, res, text)),
+  );
   // vLLM's tokenize route (SGLang has only a prompt form, at /v1/tokenize): tokenize-route.ts
   if (opts.engine !== 'sglang')
     routes.add(
@@ -279,7 +295,9 @@ function addSglangRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
     sendJson(
       res,
       200,
-      sglangServerInfo(opts, { host: opts.host, port: Number(u.port) }, sim.bound.bootstrapPort),
+      core.profile.bootstrapOnHttpPort
+        ? rustSglangServerInfo(opts)
+        : sglangServerInfo(opts, { host: opts.host, port: Number(u.port) }, sim.bound.bootstrapPort),
     );
   };
   routes
@@ -299,8 +317,16 @@ function addSglangRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
       '/abort_request',
       post('/abort_request', (_req, res, text) => abortRequest(core, res, text)),
     )
-    .add('GET', '/server_info', serverInfo)
-    .add('GET', '/get_server_info', serverInfo);
+    .add('GET', '/server_info', serverInfo);
+  if (core.profile.bootstrapOnHttpPort) {
+    // The Rust frontend has no `/get_server_info` alias (rust/sglang-server/src/api_server/http/info.rs).
+    if (opts.role === 'prefill')
+      routes.add(
+        'POST',
+        BOOTSTRAP_JOIN_PATH,
+        bootstrapJoinRoute(core.kv.rooms, { timeoutMs: opts.bootstrapTimeoutMs, bodies: sim.bodies }),
+      );
+  } else routes.add('GET', '/get_server_info', serverInfo);
 }
 
 /** Test hooks: engine info, fault injection, the request recorder and the request ledger. */
@@ -323,6 +349,7 @@ function addDebugRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
         long_prefill_token_threshold: opts.longPrefillTokenThreshold,
         kv_lease_ms: core.kv.leaseMs,
         eos_at: opts.eosAt,
+        reasoning_parser: opts.reasoningParser,
         time_scale: opts.timeScale,
         advertised: core.kv.advertised,
         bootstrap_port: sim.bound.bootstrapPort,

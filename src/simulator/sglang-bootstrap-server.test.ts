@@ -3,7 +3,7 @@ import { fixtureBody } from '../../test/fixtures/engines/load.js';
 import { createLogger } from '../common/logger.js';
 import { defaultSimOptions } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { http, idleLedger, post, sseEvents } from './testing.js';
+import { http, idleLedger, post, sseEvents } from './testing/index.js';
 
 const log = createLogger('test', 'silent');
 const MODEL = 'motor-sim-7b';
@@ -130,5 +130,47 @@ describe('SGLang bootstrap server on its own port (mini_lb fixtures)', () => {
     await expect(
       startSimulator({ port: 0, engine: 'sglang', role: 'prefill', bootstrapPort: port }, log),
     ).rejects.toThrow(new RegExp(`bootstrap port ${port}`));
+  });
+});
+
+describe("SGLang Rust server profile: bootstrap on the HTTP port, the Rust frontend's /server_info", () => {
+  let p: RunningSimulator;
+  let d: RunningSimulator;
+  beforeAll(async () => {
+    const common = {
+      port: 0,
+      timeScale: 0,
+      engine: 'sglang' as const,
+      engineVersion: 'rust-server',
+      bootstrapTimeoutMs: 2000,
+    };
+    p = await startSimulator({ ...common, role: 'prefill' }, log);
+    d = await startSimulator({ ...common, role: 'decode' }, log);
+  });
+  afterAll(async () => {
+    await Promise.all([p?.close(), d?.close()]);
+  });
+
+  it('serves the rendezvous on its HTTP port and binds no other', async () => {
+    expect(p.bootstrapPort).toBe(Number(new URL(p.url).port));
+    expect(d.bootstrapPort).toBeNull();
+    const info = await http(p.url, 'GET', '/server_info');
+    const golden = fixtureBody('sglang/rust-server/server-info.json');
+    expect(Object.keys(info.json).sort()).toEqual(Object.keys(golden).sort());
+    expect(info.json.frontend).toBe('rust');
+    expect((await http(p.url, 'GET', '/get_server_info')).status).toBe(404);
+  });
+
+  it('a batched /generate with one scalar room meets in room + i per prompt', async () => {
+    const body =
+      `{"text":["Hello","Bye"],"sampling_params":{"max_new_tokens":3},"rid":["b-0","b-1"],` +
+      `"bootstrap_host":"127.0.0.1","bootstrap_port":${p.bootstrapPort},"bootstrap_room":9223372036854775000}`;
+    const [a, b] = await Promise.all([post(p.url, '/generate', body), post(d.url, '/generate', body)]);
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect((b.json as unknown[]).length).toBe(2);
+    const rooms = ((await http(p.url, 'GET', '/debug/requests')).json as { finished: Array<{ id: string }> })
+      .finished;
+    expect(rooms.map((f) => f.id).sort()).toEqual(['b-0', 'b-1']);
   });
 });

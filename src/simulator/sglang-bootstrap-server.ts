@@ -36,10 +36,7 @@ export async function startSglangBootstrapServer(
       res.writeHead(200, { 'content-length': 0 });
       res.end();
     })
-    .add('POST', BOOTSTRAP_JOIN_PATH, async (req, res) => {
-      const text = (await defaults.bodies.raw(req)).toString('utf8');
-      await join(rooms, res, text, defaults.timeoutMs);
-    });
+    .add('POST', BOOTSTRAP_JOIN_PATH, bootstrapJoinRoute(rooms, defaults));
   const server = createServer({ keepAliveTimeout: 65_000 });
   server.on(
     'request',
@@ -53,6 +50,21 @@ export async function startSglangBootstrapServer(
   server.on('connection', (socket) => socket.setNoDelay(true));
   const url = await listen(server, port, host);
   return { port: Number(new URL(url).port), close: () => closeServer(server) };
+}
+
+/**
+ * The rendezvous route itself; SGLang's Rust server mounts its bootstrap registry on the HTTP
+ * listener (sgl-project/sglang rust/sglang-server/src/api_server/disaggregation/bootstrap.rs), so the
+ * simulator's `sglang/rust-server` profile serves this on its own port too.
+ */
+export function bootstrapJoinRoute(
+  rooms: BootstrapRooms,
+  defaults: { timeoutMs: number; bodies: BodyReader },
+): RouteHandler {
+  return async (req, res) => {
+    const text = (await defaults.bodies.raw(req)).toString('utf8');
+    await join(rooms, res, text, defaults.timeoutMs);
+  };
 }
 
 async function join(

@@ -5,7 +5,7 @@ import { createLogger } from '../common/logger.js';
 import { defaultSimOptions } from './options.js';
 import { startSimulator, type RunningSimulator } from './server.js';
 import { parseGenerateRequest, splitGenerateBatch } from './sglang-generate.js';
-import { http, idleLedger, post } from './testing.js';
+import { http, idleLedger, post } from './testing/index.js';
 
 const log = createLogger('test', 'silent');
 
@@ -44,6 +44,19 @@ describe('parseGenerateRequest / splitGenerateBatch', () => {
       ['Hello', 8998],
       ['Bye', 8998],
     ]);
+  });
+
+  it.each([
+    // SGLang io_struct.py GenerateReqInput: a scalar room on a batch is room + i per prompt
+    [7, ['7', '8', '9']],
+    ['9223372036854775800', ['9223372036854775800', '9223372036854775801', '9223372036854775802']],
+    [
+      [5, 3, 1],
+      [5, 3, 1],
+    ],
+  ])('fans a scalar bootstrap_room %o out per prompt', (room, rooms) => {
+    const parts = splitGenerateBatch({ text: ['a', 'b', 'c'], bootstrap_room: room });
+    expect(parts.map((p) => p.bootstrap_room)).toEqual(rooms);
   });
 
   it('refuses a per-prompt list of the wrong length', () => {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isPlainObject, sendJson } from '../common/http.js';
 import { HttpError } from '../common/http-error.js';
+import type { ChoiceOutput } from './answer.js';
 import type { PeerClient } from './peer-client.js';
 import { parseGenRequest, parseJsonPreservingRoom, RequestError, type GenRequest } from './request-body.js';
 import type { Ending, Usage } from './sse.js';
@@ -65,6 +66,10 @@ export function splitGenerateBatch(body: Record<string, unknown>): Record<string
     else one.input_ids = prompt;
     for (const key of PER_PROMPT_KEYS) {
       const v = body[key];
+      if (key === 'bootstrap_room' && !Array.isArray(v)) {
+        one.bootstrap_room = fannedOutRoom(v, i);
+        continue;
+      }
       if (!Array.isArray(v)) continue;
       if (v.length !== prompts.length)
         throw new RequestError(400, `'${key}' must have one entry per prompt (${prompts.length})`, key);
@@ -72,6 +77,18 @@ export function splitGenerateBatch(body: Record<string, unknown>): Record<string
     }
     return one;
   });
+}
+
+/**
+ * A scalar `bootstrap_room` on a batch is prompt i's `room + i` (sgl-project/sglang
+ * python/sglang/srt/managers/io_struct.py `GenerateReqInput` normalisation of `bootstrap_room`,
+ * 2026 index versions), so prefill and decode meet in one room per prompt. Other values pass as sent
+ * (request-body.ts refuses what is not an integer).
+ */
+function fannedOutRoom(room: unknown, i: number): unknown {
+  const text = typeof room === 'number' && Number.isInteger(room) ? String(room) : room;
+  if (typeof text !== 'string' || !/^\d+$/.test(text)) return room;
+  return (BigInt(text) + BigInt(i)).toString();
 }
 
 /** SGLang's `meta_info.finish_reason` for the simulator's finish reasons (managers/schedule_batch.py `FINISH_*.to_json`). */
@@ -131,7 +148,12 @@ export class GenerateChunkWriter {
     return '';
   }
 
-  token(word: number, end: Ending | null): string {
+  /** `/generate` has one choice of plain words (no tools or structured output reach it). */
+  step(c: ChoiceOutput, i: number, end: Ending | null): string {
+    return this.token(c.words[i]!, end);
+  }
+
+  private token(word: number, end: Ending | null): string {
     this.text += OUTPUT_VOCAB.json[word]!.slice(1, -1);
     this.ids += (this.n === 0 ? '' : ',') + OUTPUT_VOCAB.ids[word]!;
     this.n++;

@@ -35,3 +35,21 @@ export function sglangServerInfo(
     version: SIM_SGLANG_VERSION,
   };
 }
+
+/**
+ * `GET /server_info` of SGLang's Rust server (`SGLANG_RUST_SERVER=1`): an allowlist with
+ * `frontend: "rust"` and no ServerArgs fields (sgl-project/sglang rust/sglang-server/src/message/info.rs
+ * `ServerInfo`, index 652614ed; fixture sglang/rust-server/server-info.json).
+ */
+export function rustSglangServerInfo(opts: SimOptions): Record<string, unknown> {
+  return {
+    model_path: opts.model,
+    served_model_name: opts.model,
+    tokenizer_path: opts.model,
+    max_context_length: opts.maxModelLen,
+    max_total_num_tokens: opts.kvBlocks * opts.blockSize,
+    version: SIM_SGLANG_VERSION,
+    frontend: 'rust',
+    internal_states: [{ last_gen_throughput: 0 }],
+  };
+}

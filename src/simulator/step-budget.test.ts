@@ -9,7 +9,7 @@ import {
   type StepClock,
   type StepRecord,
 } from './step-budget.js';
-import { http, post, type LedgerSnapshot } from './testing.js';
+import { http, post, type LedgerSnapshot } from './testing/index.js';
 import { AbortedError } from './timing.js';
 
 const P: BudgetParams = {

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../common/logger.js';
 import { blockHashes, eventBlockHash, predictedCachedTokens, type BlockHashAlgo } from '../kv-hash/index.js';
 import { ModelTokenizer } from '../model-tokenizer/index.js';
-import { QWEN3_DIR } from '../model-tokenizer/testing.js';
+import { QWEN3_DIR } from '../model-tokenizer/testing/index.js';
 import type { SimBlockKey } from './prefix-cache.js';
 import { startSimulator, type RunningSimulator } from './server.js';
-import { post } from './testing.js';
+import { post } from './testing/index.js';
 
 /**
  * `motor sim --tokenizer`: prompts tokenised by the model's tokenizer and blocks named by vLLM's

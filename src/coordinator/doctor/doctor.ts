@@ -3,9 +3,9 @@ import type { KvHashGroup } from '../../config/kv-hash-section.js';
 import type { KvEventsHub } from '../../kv-events/kv-events-hub.js';
 import { BLOCK_HASH_ALGOS, BlockHasher, eventBlockHash } from '../../kv-hash/index.js';
 import type { TokenizeInput } from '../../model-tokenizer/index.js';
-import type { Instance, InstanceSource } from '../instance-source.js';
-import type { PromptBlockKeys } from '../prompt-block-keys.js';
-import type { Upstreams } from '../upstream.js';
+import type { Instance, InstanceSource } from '../fleet/instance-source.js';
+import type { PromptBlockKeys } from '../kv-routing/prompt-block-keys.js';
+import type { Upstreams } from '../fleet/upstream.js';
 import type { CachedTokensSamples } from './cached-tokens-samples.js';
 import {
   blockHashesCheck,

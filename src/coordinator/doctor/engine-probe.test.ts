@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Instance } from '../instance-source.js';
+import type { Instance } from '../fleet/instance-source.js';
 import { engineTokens, parseCacheConfigInfo, type ProbeInput } from './engine-probe.js';
 
 describe('parseCacheConfigInfo (vLLM vllm:cache_config_info labels)', () => {

@@ -1,5 +1,5 @@
-import type { Upstreams } from '../upstream.js';
-import type { Instance } from '../instance-source.js';
+import type { Upstreams } from '../fleet/upstream.js';
+import type { Instance } from '../fleet/instance-source.js';
 import type { EngineTokens } from './doctor-checks.js';
 
 /**

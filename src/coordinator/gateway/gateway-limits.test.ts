@@ -4,7 +4,7 @@ import { BOUND, getOver, LIMITS, rawSocket, silentSockets } from '../../../test/
 import { createLogger } from '../../common/logger.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { startSimulator } from '../../simulator/server.js';
-import { chatBody, post, sseEvents } from '../../simulator/testing.js';
+import { chatBody, post, sseEvents } from '../../simulator/testing/index.js';
 import { startCoordinator } from '../coordinator.js';
 
 /**

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBody, loadEngineFixture } from '../../../test/fixtures/engines/load.js';
-import { DispatchHarness, type EngineReply, type LegCall } from '../dispatch/dispatch-harness.js';
+import { DispatchHarness, type EngineReply, type LegCall } from '../dispatch/testing/dispatch-harness.js';
 import { METASERVER_MAX_BODY_BYTES, metaserverRoute } from './metaserver-route.js';
 
 /**

@@ -4,7 +4,7 @@ import { sendJson } from '../../common/http.js';
 import type { RouteParams } from '../../common/route-table.js';
 import { engineRequestIdCandidates, parseMetaserverKvFields } from '../../engine-adapters/index.js';
 import { MotorError } from '../../common/motor-error.js';
-import { triggerKey, type PendingTrigger } from '../dispatch/pending-trigger.js';
+import { triggerKey, type PendingTrigger } from '../dispatch/pipeline.js';
 import type { GatewayDeps } from './gateway.js';
 import { readJsonBody } from './json-body.js';
 import { renderError } from '../../common/http-error.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
-import { StaticInstanceSource, type Instance } from '../instance-source.js';
+import { StaticInstanceSource, type Instance } from '../fleet/instance-source.js';
 import { topologyReport } from './readiness.js';
 
 const H = { dispatchProfile: 'handoff' };

@@ -1,8 +1,8 @@
 import type { DispatchPlan } from '../../protocol/index.js';
 import { Scheduler, type FleetSummary, type RouteExplanation } from '../../scheduling/index.js';
-import type { Instance } from '../instance-source.js';
-import { servedModels, servesModel } from '../route.js';
-import { routeExplainer, type RouteExplainer } from '../scheduling-adapter.js';
+import type { Instance } from '../fleet/instance-source.js';
+import { servedModels, servesModel } from '../scheduling-bridge/route.js';
+import { routeExplainer, type RouteExplainer } from '../scheduling-bridge/scheduling-adapter.js';
 
 /** Fallback rules alone (the scheduler's `fallback` and `planPreference`), for {@link topologyReport}. */
 export interface RouteOptions {

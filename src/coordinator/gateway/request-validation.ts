@@ -1,6 +1,6 @@
 import { isPlainObject } from '../../common/http.js';
 import { isClientForbiddenKey } from '../../protocol/index.js';
-import type { ApiKind, ClientRequest } from '../client-request.js';
+import type { ApiKind, ClientRequest } from '../dispatch/pipeline.js';
 import { MotorError } from '../../common/motor-error.js';
 
 export type { ApiKind, ClientRequest };

@@ -2,9 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../common/logger.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
-import { recorded } from '../../engine-proxy/testing.js';
+import { recorded } from '../../engine-proxy/testing/index.js';
 import { startSimulator } from '../../simulator/server.js';
-import { chatBody, post } from '../../simulator/testing.js';
+import { chatBody, post } from '../../simulator/testing/index.js';
 import { startCoordinator } from '../coordinator.js';
 import { applyCacheSalt, tenantSalter } from './tenant-salt.js';
 
