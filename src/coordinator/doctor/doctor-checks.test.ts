@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KvHashGroup } from '../../config/kv-hash-section.js';
 import type { KvSubscriberStatus } from '../../kv-events/kv-event-subscriber.js';
-import type { Instance } from '../instance-source.js';
+import type { Instance } from '../fleet/instance-source.js';
 import { CachedTokensSamples } from './cached-tokens-samples.js';
 import { Doctor, type DoctorReport } from './doctor.js';
 import {
