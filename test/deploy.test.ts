@@ -98,7 +98,10 @@ describe('deploy/ files', () => {
     const shown = new Set<string>();
     for (const block of codeBlocks(DOC)) {
       const first = block.body.split('\n')[0]!;
-      const file = readdirSync(DEPLOY).find((f) => deployFile(f).split('\n')[0] === first);
+      const file = readdirSync(DEPLOY, { withFileTypes: true })
+        .filter((e) => e.isFile())
+        .map((e) => e.name)
+        .find((f) => deployFile(f).split('\n')[0] === first);
       if (!file) continue;
       expect(block.body, `docs/deploy.md block showing deploy/${file}`).toBe(deployFile(file));
       shown.add(file);

@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { expect, it } from 'vitest';
 import { startMotorUp } from './helpers/motor-process.js';
@@ -21,6 +23,19 @@ it('motor up starts a P/D cluster, serves the openai client, and stops every pro
     const dashboard = /Dashboard: (\S+)/.exec(lines.join('\n'))?.[1];
     expect(dashboard).toBe(`${baseUrl.replace(/\/v1$/, '')}/dashboard`);
     expect((await fetch(dashboard!)).headers.get('content-type')).toContain('text/html');
+    // the banner's doctor command passes on this default fleet (no KV events: skipped, not drift)
+    const doctorUrl = /Doctor: motor doctor --coordinator (\S+)/.exec(lines.join('\n'))?.[1];
+    expect(doctorUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const doctor = await motorCli('doctor', '--coordinator', doctorUrl!);
+    expect(doctor.stdout).toMatch(/event_stream\s+SKIPPED/);
+    expect(doctor.stdout).not.toMatch(/DRIFT/);
+    expect(doctor.code).toBe(0);
+    // pointed at the client port, it is told where the doctor lives
+    const wrong = await motorCli('doctor', '--coordinator', baseUrl.replace(/\/v1$/, ''));
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(
+      /answered 404: this is the client port; the doctor report is GET \/v1\/doctor on the management API/,
+    );
   } finally {
     exitCode = await up.interrupt();
   }
@@ -32,3 +47,12 @@ it('motor up starts a P/D cluster, serves the openai client, and stops every pro
     await expect(fetch(`${url}/health`)).rejects.toThrow();
   }
 }, 60_000);
+
+function motorCli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const bin = fileURLToPath(new URL('../bin/motor.js', import.meta.url));
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { encoding: 'utf8' }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}

@@ -55,8 +55,7 @@ async function doctor(opts: DoctorOptions): Promise<number> {
     throw new CliError(`${url.href}: ${cause}`, EXIT_NO_REPORT);
   }
   const text = await res.text();
-  if (res.status !== 200)
-    throw new CliError(`${url.href} answered ${res.status}: ${text.slice(0, 300)}`, EXIT_NO_REPORT);
+  if (res.status !== 200) throw new CliError(refusalText(url, res.status, text), EXIT_NO_REPORT);
   let report: DoctorReport;
   try {
     report = JSON.parse(text) as DoctorReport;
@@ -68,4 +67,23 @@ async function doctor(opts: DoctorOptions): Promise<number> {
   }
   console.log(opts.json ? JSON.stringify(report, null, 2) : doctorTable(report));
   return report.drift ? EXIT_DRIFT : 0;
+}
+
+/**
+ * One line for a non-200 answer: Motor's error message when the body is Motor's error JSON (the gateway
+ * names the management port), else the start of the body; a 404 says what the doctor asks.
+ */
+function refusalText(url: URL, status: number, body: string): string {
+  let message = body.slice(0, 300).replace(/\s+/g, ' ').trim();
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } };
+    if (typeof parsed.error?.message === 'string') message = parsed.error.message;
+  } catch {
+    // not JSON: the body's start says what answered
+  }
+  const hint =
+    status === 404 && !message.includes('management API')
+      ? " (motor doctor asks the coordinator's management API: management.port, not server.port)"
+      : '';
+  return `${url.href} answered ${status}: ${message}${hint}`;
 }

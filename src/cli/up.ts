@@ -126,6 +126,9 @@ function banner(cluster: LocalCluster, model: string): string {
     '',
     `Dashboard: ${baseUrl}/dashboard`,
     `Health: ${baseUrl}/health   Metrics: ${baseUrl}/metrics`,
+    ...(cluster.managementUrl !== null
+      ? [`Doctor: motor doctor --coordinator ${cluster.managementUrl}   (management API, loopback only)`]
+      : []),
     'Press Ctrl-C to stop everything.',
     '',
   ].join('\n');

@@ -50,9 +50,14 @@ export interface ClusterInstance {
 
 export interface LocalCluster {
   baseUrl: string;
+  /** The coordinator's management API (`motor doctor --coordinator`), null when configured off. */
+  managementUrl: string | null;
   instances: ClusterInstance[];
   stop(): Promise<void>;
 }
+
+/** The name the management API gives its `listening` log line (registry/management-api.ts). */
+const MANAGEMENT_SERVER = 'management';
 
 const CONNECTOR: Record<ClusterProfile, string | undefined> = {
   handoff: 'NixlConnector',
@@ -76,11 +81,11 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
   // coordinator sends it (engineProxy.peerSecretEnv), the proxies require it, so `motor up` is
   // authenticated by default.
   const env = { ...process.env, [PEER_SECRET_ENV]: randomBytes(32).toString('base64url') };
-  const started = async (what: string, args: string[]): Promise<MotorChild> => {
+  const started = async (what: string, args: string[], waitFor: string[] = []): Promise<MotorChild> => {
     let child: MotorChild;
     try {
       // Generous: a loaded machine (or a cold cache) can take many seconds to start a Node process.
-      child = await spawnMotor(args, { timeoutMs: 60_000, env });
+      child = await spawnMotor(args, { timeoutMs: 60_000, env, waitFor });
     } catch (err) {
       // the child's own one-line error (`motor coordinator: port 8000 … in use`) names the cause
       if (err instanceof MotorChildError) throw new ClusterStartError(`${what} did not start: ${err.reason}`);
@@ -129,9 +134,16 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
       }),
     );
     const configFile = join(dir, 'motor.yaml');
-    await writeFile(configFile, stringify(clusterCoordinatorConfig(opts, instances)));
-    const coordinator = await started('coordinator', ['coordinator', '--config', configFile]);
-    return { baseUrl: coordinator.url, instances, stop };
+    const config = clusterCoordinatorConfig(opts, instances);
+    await writeFile(configFile, stringify(config));
+    const management = (config.management as { port?: number | null } | undefined)?.port != null;
+    const coordinator = await started(
+      'coordinator',
+      ['coordinator', '--config', configFile],
+      management ? [MANAGEMENT_SERVER] : [],
+    );
+    const managementUrl = management ? (coordinator.urls[MANAGEMENT_SERVER] ?? null) : null;
+    return { baseUrl: coordinator.url, managementUrl, instances, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -177,6 +189,9 @@ export function clusterCoordinatorConfig(
         : { id: `${inst.role}-${i}`, url: inst.url, role: inst.role },
     ),
     dispatch: { fallbackToSingle: true },
+    // A management API on loopback (any free port) so the local cluster has `motor doctor`, drain and
+    // pause; never on --host, which may face a network (it has no admin token by default).
+    management: { host: '127.0.0.1', port: 0 },
     // the proxies require the cluster's peer secret (startLocalCluster puts it in every child's env)
     ...(opts.direct ? {} : { engineProxy: { peerSecretEnv: PEER_SECRET_ENV } }),
     // Union instances beside P/D pairs are only a fallback by default; here they serve short prompts.

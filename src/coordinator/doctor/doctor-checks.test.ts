@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import type { KvHashGroup } from '../../config/kv-hash-section.js';
 import type { KvSubscriberStatus } from '../../kv-events/kv-event-subscriber.js';
+import type { Instance } from '../fleet/instance-source.js';
+import { CachedTokensSamples } from './cached-tokens-samples.js';
+import { Doctor, type DoctorReport } from './doctor.js';
 import {
   blockHashesCheck,
   blockSizeCheck,
@@ -157,5 +161,65 @@ describe('cachedTokensCheck', () => {
     const r = cachedTokensCheck(samples, 'g');
     expect(r.verdict).toBe(verdict);
     expect(r.detail).toMatch(detail);
+  });
+});
+
+describe('Doctor: a check that does not apply is skipped, never drift', () => {
+  const instance = (over: Partial<Instance>): Instance =>
+    ({
+      id: 'p0',
+      url: 'http://127.0.0.1:1',
+      role: 'prefill',
+      engine: 'vllm',
+      mode: 'proxy',
+      models: [],
+      inFlight: 0,
+      ...over,
+    }) as Instance;
+  const group: KvHashGroup = {
+    name: 'g',
+    models: ['m'],
+    tokenizer: { path: '/models/m' },
+    blockHash: { algo: 'sha256', blockSize: 16, seed: '0' },
+  } as KvHashGroup;
+  const doctor = (instances: Instance[], groups: KvHashGroup[]) =>
+    new Doctor({
+      groups,
+      source: { all: () => instances },
+      upstreams: { request: () => Promise.reject(new Error('no engine call expected')) },
+      hub: () => null,
+      keys: () => null,
+      samples: new CachedTokensSamples(),
+    });
+  const verdicts = (r: DoctorReport) =>
+    Object.fromEntries(r.instances[0]!.checks.map((c) => [c.check, c.verdict]));
+
+  it.each<[string, Instance, KvHashGroup[], Record<string, string>, boolean]>([
+    [
+      'no kvHash group, no KV events (the default fleet)',
+      instance({}),
+      [],
+      { event_stream: 'skipped', block_size: 'skipped' },
+      false,
+    ],
+    [
+      'a group over a proxy-mode instance without events',
+      instance({ models: ['m'] }),
+      [group],
+      {
+        tokenizer: 'skipped',
+        chat_template: 'skipped',
+        block_size: 'unknown',
+        block_hashes: 'skipped',
+        event_stream: 'drift', // hashing configured for it, but nothing to keep the index current
+        cached_tokens: 'unknown',
+      },
+      true,
+    ],
+  ])('%s', async (_name, inst, groups, want, drift) => {
+    const report = await doctor([inst], groups).run();
+    expect(verdicts(report)).toEqual(want);
+    expect(report.drift).toBe(drift);
+    for (const c of report.instances[0]!.checks) if (c.verdict === 'skipped') expect(c.detail).not.toBe('');
   });
 });

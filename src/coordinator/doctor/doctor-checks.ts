@@ -6,7 +6,11 @@ import type { KvSubscriberStatus } from '../../kv-events/kv-event-subscriber.js'
  * Gathering the observations (engine probes, the KV event index) is doctor.ts's job.
  */
 
-export type Verdict = 'ok' | 'drift' | 'unknown';
+/**
+ * `unknown`: the check applies but could not decide (no data yet, a probe failed). `skipped`: the check
+ * does not apply to this instance (an optional feature it does not use), with why: never drift.
+ */
+export type Verdict = 'ok' | 'drift' | 'unknown' | 'skipped';
 
 export const CHECK_NAMES = [
   'tokenizer',
@@ -31,6 +35,12 @@ const unknown = (check: CheckName, detail: string): CheckResult => ({
   check,
   verdict: 'unknown',
   detail,
+  fix: null,
+});
+export const skipped = (check: CheckName, why: string): CheckResult => ({
+  check,
+  verdict: 'skipped',
+  detail: why,
   fix: null,
 });
 const drift = (check: CheckName, detail: string, fix: string): CheckResult => ({

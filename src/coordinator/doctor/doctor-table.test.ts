@@ -34,6 +34,26 @@ describe('doctorTable', () => {
     ]);
   });
 
+  it('counts the skipped checks, which are not drift', () => {
+    const text = doctorTable({
+      at: '',
+      drift: false,
+      instances: [
+        {
+          instance: 'p0',
+          engine: 'vllm',
+          group: null,
+          checks: [
+            { check: 'event_stream', verdict: 'skipped', detail: 'no kvEvents.endpoint', fix: null },
+            { check: 'block_size', verdict: 'skipped', detail: 'no kvHash group', fix: null },
+          ],
+        },
+      ],
+    });
+    expect(text).toMatch(/p0 +event_stream +SKIPPED +no kvEvents\.endpoint/);
+    expect(text.split('\n').at(-1)).toBe('no drift found; 2 skipped (they do not apply: see DETAIL)');
+  });
+
   it('says when there is nothing to check', () => {
     expect(doctorTable({ at: '', drift: false, instances: [] })).toContain('(no instances)');
   });

@@ -20,6 +20,12 @@ export function doctorTable(report: DoctorReport, detailWidth = 100): string {
     r.map((cell, col) => (col < 3 ? cell.padEnd(widths[col]!) : cell)).join('  '),
   );
   if (report.instances.length === 0) lines.push('(no instances)');
-  const verdict = report.drift ? `drift found (${fixes.length})` : 'no drift found';
+  const skipped = report.instances.reduce(
+    (n, inst) => n + inst.checks.filter((c) => c.verdict === 'skipped').length,
+    0,
+  );
+  const verdict =
+    (report.drift ? `drift found (${fixes.length})` : 'no drift found') +
+    (skipped > 0 ? `; ${skipped} skipped (they do not apply: see DETAIL)` : '');
   return [...lines, '', ...fixes, ...(fixes.length ? [''] : []), verdict].join('\n');
 }

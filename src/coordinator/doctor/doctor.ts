@@ -12,6 +12,7 @@ import {
   blockSizeCheck,
   cachedTokensCheck,
   eventStreamCheck,
+  skipped,
   tokensCheck,
   type CheckResult,
   type HashProbe,
@@ -80,6 +81,7 @@ export class Doctor {
     const at = new Date(this.now()).toISOString();
     const instances = await Promise.all(this.deps.source.all().map((i) => this.instance(i)));
     const drift = instances.some((r) => r.checks.some((c) => c.verdict === 'drift'));
+    // skipped checks (a feature the instance does not use) never count as drift
     return { at, drift, instances };
   }
 
@@ -98,12 +100,13 @@ export class Doctor {
     const status = hub?.status().find((s) => s.instance === instance.id);
     const base = { instance: instance.id, engine: instance.engine, group: group?.name ?? null };
     if (group === undefined) {
-      const stream = eventStreamCheck(status, this.now(), instance.id);
+      // Precise prefix routing is off for this instance: KV events and hashing are optional then.
+      const stream =
+        status === undefined
+          ? skipped('event_stream', 'no kvEvents.endpoint for this instance: KV events are optional')
+          : eventStreamCheck(status, this.now(), instance.id);
       const none = 'no kvHash group covers this instance: its prompts are not hashed (approximate routing)';
-      return {
-        ...base,
-        checks: [stream, { check: 'block_size', verdict: 'unknown', detail: none, fix: null }],
-      };
+      return { ...base, checks: [stream, skipped('block_size', none)] };
     }
     const model = instance.models.find((m) => group.models.includes(m)) ?? group.models[0]!;
     const timeoutMs = this.deps.probeTimeoutMs ?? 5_000;
@@ -122,7 +125,7 @@ export class Doctor {
             await engineTokens(this.deps.upstreams, instance, model, engine, timeoutMs),
             where,
           )
-        : unreachable(check);
+        : notDirect(check);
     const tokenizer = await probeTokens(
       'tokenizer',
       { kind: 'prompt', prompt: PROBE_PROMPT },
@@ -136,7 +139,9 @@ export class Doctor {
     const seen = status?.blockSize ?? null;
     const hashes =
       !direct || hub === null
-        ? unreachable('block_hashes', hub === null ? 'no KV event stream to observe' : undefined)
+        ? hub === null
+          ? skipped('block_hashes', 'no instance publishes KV events: nothing to compare hashes with')
+          : notDirect('block_hashes')
         : blockHashesCheck(
             {
               ...(await this.hashProbe(
@@ -233,11 +238,7 @@ export class Doctor {
   }
 }
 
-function unreachable(check: CheckResult['check'], why?: string): CheckResult {
-  return {
-    check,
-    verdict: 'unknown',
-    detail: why ?? 'instance in mode proxy: the coordinator does not call its engine directly',
-    fix: null,
-  };
+/** The engine probes go to the engine itself, which a proxy-mode instance keeps behind its proxy. */
+function notDirect(check: CheckResult['check']): CheckResult {
+  return skipped(check, 'instance in mode proxy: the coordinator does not call its engine directly');
 }

@@ -20,6 +20,8 @@ import { GATEWAY_BODY_ERRORS } from './json-body.js';
 import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
+import { DOCTOR_PATH } from '../doctor/doctor-route.js';
+import { doctorHint } from './doctor-hint.js';
 import type { ApiKind } from './request-validation.js';
 import type { ApiRoute } from './completions-route.js';
 import {
@@ -135,6 +137,8 @@ export function createGatewayListener(
       return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
     }
     if (deps.extraRoutes?.(req, res, method, path)) return;
+    if (path === DOCTOR_PATH)
+      return renderError(res, new MotorError('not_found', doctorHint(deps.config.management)));
     renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
   };
 
