@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_SERVER_LIMITS as D, serverLimitsProblem } from '../common/server-limits.js';
+import { corsSectionSchema } from './cors-section.js';
 
 /** The coordinator's `server` section: the OpenAI-compatible listener, its keys and its connection limits. */
 
@@ -110,6 +111,7 @@ export const serverSectionSchema = z
         'open client connections (0 = no cap); beyond it a connection is answered 503 `too_many_connections` ' +
           'and closed. Keep it under the file-descriptor limit minus the upstream pools',
       ),
+    cors: corsSectionSchema,
   })
   .superRefine((server, ctx) => {
     const problem = serverLimitsProblem(server);

@@ -20,6 +20,7 @@ import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
 import type { ApiKind } from './request-validation.js';
+import { corsHandler } from './cors.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
 export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';
@@ -80,22 +81,33 @@ export function createGatewayListener(
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }
 
-  /** Not in the table: an API path with the wrong method (counted), observability, else 404 (no 405). */
+  /**
+   * Not in the table: a routed path with the wrong method is 405 with its `Allow` (RFC 9110 §15.5.6
+   * requires the header; an API path's refusal is counted), then observability, else 404.
+   */
   const noRoute: NoRouteHandler = (req, res, method, path) => {
-    if (API_ROUTES[path] !== undefined) {
-      return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
+    const match = routes.match(method, path);
+    if (match.kind === 'method_not_allowed') {
+      const err = new MotorError('method_not_allowed', `use ${match.allow} for ${path}`);
+      const allow = { allow: match.allow };
+      return API_ROUTES[path] !== undefined ? refuse(res, path, err, allow) : renderError(res, err, allow);
     }
     if (deps.extraRoutes?.(req, res, method, path)) return;
     renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
   };
 
-  return httpFrame({
+  const frame = httpFrame({
     routes,
     noRoute,
     renderable: (err) => (err instanceof MotorError ? err : undefined),
     logger: deps.log,
     failureLog: 'unhandled gateway error',
   });
+  const cors = corsHandler(deps.config.server.cors);
+  if (cors === undefined) return frame;
+  return (req, res) => {
+    if (!cors(req, res)) frame(req, res);
+  };
 }
 
 /** Configured models win per instance; else what its engine listed at discovery (no per-request fan-out). */
