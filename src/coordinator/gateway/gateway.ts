@@ -61,6 +61,17 @@ export function createGatewayListener(
     isolation: deps.config.server.tenantIsolation,
     secret: tenantSaltSecret(deps.config.server, deps.env ?? process.env).secret,
   });
+  /** `GET /v1/models/{id}` (the `openai` SDK's `models.retrieve`): one model's entry, or OpenAI's 404. */
+  const retrieveModel = (req: IncomingMessage, res: ServerResponse, id: string): void => {
+    if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
+    const model = modelEntries(deps.source).find((m) => m.id === id);
+    if (model !== undefined) return sendJson(res, 200, model);
+    // OpenAI's wording and code for an unknown model (its API reference, "Retrieve model").
+    renderError(
+      res,
+      new MotorError('model_not_found', `The model '${id}' does not exist`, { param: 'model' }),
+    );
+  };
   const completions = completionsRoute(deps, { apiKeys, salter }, bodies, refuse);
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
@@ -76,6 +87,7 @@ export function createGatewayListener(
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
       sendJson(res, 200, modelList(deps.source));
     })
+    .add('GET', `${MODELS_PREFIX}:id`, (req, res, params) => retrieveModel(req, res, params.id ?? ''))
     .add('POST', `${METASERVER_ROUTE_PREFIX}:token`, metaserverRoute(deps));
   for (const [path, kind] of Object.entries(API_ROUTES)) {
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
@@ -92,6 +104,9 @@ export function createGatewayListener(
       const allow = { allow: match.allow };
       return API_ROUTES[path] !== undefined ? refuse(res, path, err, allow) : renderError(res, err, allow);
     }
+    // Hugging Face ids hold a '/': a client that does not percent-encode it sends two segments.
+    if (method === 'GET' && path.startsWith(MODELS_PREFIX) && path.length > MODELS_PREFIX.length)
+      return retrieveModel(req, res, safeDecode(path.slice(MODELS_PREFIX.length)));
     if (deps.extraRoutes?.(req, res, method, path)) return;
     renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
   };
@@ -110,13 +125,31 @@ export function createGatewayListener(
   };
 }
 
+const MODELS_PREFIX = '/v1/models/';
+
+interface ModelEntry {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+}
+
 /** Configured models win per instance; else what its engine listed at discovery (no per-request fan-out). */
-function modelList(source: InstanceSource): unknown {
+function modelEntries(source: InstanceSource): ModelEntry[] {
   const names = new Set<string>();
   for (const i of source.all()) for (const m of servedModels(i)) names.add(m);
   const created = Math.floor(Date.now() / 1000);
-  return {
-    object: 'list',
-    data: [...names].sort().map((id) => ({ id, object: 'model', created, owned_by: 'motor' })),
-  };
+  return [...names].sort().map((id) => ({ id, object: 'model', created, owned_by: 'motor' }));
+}
+
+function modelList(source: InstanceSource): unknown {
+  return { object: 'list', data: modelEntries(source) };
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
