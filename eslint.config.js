@@ -34,6 +34,11 @@ const IMPORT_DIRECTION = [
   },
   { from: 'src/scheduling', deny: ['src/coordinator'], why: 'gateway → dispatch → scheduling → registry' },
   {
+    from: 'src/state',
+    deny: ['src/coordinator', 'src/cli', 'src/workers'],
+    why: 'state outlives requests: the coordinator uses it, never the other way',
+  },
+  {
     from: 'src/coordinator/dispatch',
     deny: ['src/coordinator/gateway'],
     why: 'gateway → dispatch → scheduling → registry',

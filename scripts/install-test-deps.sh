@@ -4,7 +4,8 @@
 # - chromium: the dashboard's browser test and `npm run docs:screenshot` (driven by playwright-core,
 #   which never downloads a browser of its own);
 # - nginx, openssl, curl, systemd (systemd-analyze): test/deploy.test.ts runs deploy/nginx-motor.conf
-#   (TLS, a self-signed cert) and the curl line of docs/deploy.md, and verifies the systemd units.
+#   (TLS, a self-signed cert) and the curl line of docs/deploy.md, and verifies the systemd units;
+# - redis-server: the routing-sync and response-store tests start their own Redis on loopback ports.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -15,6 +16,7 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
+[ -x "${MOTOR_REDIS_BIN:-/usr/bin/redis-server}" ] || missing+=(redis-server)
 
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update

@@ -1,5 +1,5 @@
 /**
- * `motor`: the coordinator as a library (docs/library.md). `createCoordinator(config)` returns
+ * `motor-pd`: the coordinator as a library (docs/library.md). `createCoordinator(config)` returns
  * `node:http` request listeners for the gateway, the management API and the metrics.
  */
 export {

@@ -1,5 +1,5 @@
 /**
- * `motor/testing`: prefill/decode engine simulators (vLLM, vllm-ascend, SGLang wire behaviour) for
+ * `motor-pd/testing`: prefill/decode engine simulators (vLLM, vllm-ascend, SGLang wire behaviour) for
  * testing your own stack against P/D engines without GPUs (docs/library.md, docs/simulator.md).
  */
 import { createLogger, type Logger } from './common/logger.js';

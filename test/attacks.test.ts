@@ -59,8 +59,11 @@ beforeAll(async () => {
       tenantIsolation: 'api-key',
       headersTimeoutMs: 5_000, // short (idle sockets), yet well above the event-loop lag of a loaded CI machine (2 s gave Node's bare 408)
       requestTimeoutMs: 30_000,
-      // 50 concurrent 4 MiB bodies (finding 7) wait for room instead of all being held at once
+      // 50 concurrent 4 MiB bodies (finding 7) wait for room instead of all being held at once: reserved
+      // whole and with no per-client share, as before reservations (admission-before-body.test.ts covers those)
       maxInflightBodyBytes: 16 * 1024 * 1024,
+      bodyReservationBytes: 4 * 1024 * 1024,
+      clientBodyShare: 1,
     },
     // one failure opens a circuit: any charge an attack causes shows at once
     scheduling: { circuitBreaker: { failureThreshold: 1 } },

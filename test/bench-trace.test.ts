@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnMotor, type MotorChild } from '../src/cluster/motor-child.js';
 import type { BenchReport } from '../src/loadgen/json-report.js';
-import type { OracleResult } from '../src/loadgen/prefix-oracle.js';
+import type { CacheReferences } from '../src/loadgen/cache-references.js';
 
 const MOTOR_BIN = fileURLToPath(new URL('../bin/motor.js', import.meta.url));
 
@@ -53,17 +53,19 @@ afterAll(async () => {
 });
 
 describe('motor bench --trace (process)', () => {
-  it('replays a Mooncake trace against motor sim: cached tokens equal the one-instance oracle', async () => {
+  it('replays a Mooncake trace against motor sim: cached tokens equal the one-instance infinite-cache reference', async () => {
     const trace = join(dir, 'trace.jsonl');
     writeFileSync(trace, multiTurnTrace());
     const json = join(dir, 'trace.json');
     const { code, stdout, stderr } = await bench([
       ...['--url', `${sim.url}/v1`, '--trace', trace, '--trace-format', 'mooncake', '--time-scale', '0.1'],
-      ...['--oracle-instances', '1', '--seed', '77', '--no-progress', '--json', json],
+      ...['--reference-instances', '1', '--seed', '77', '--no-progress', '--json', json],
     ]);
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/requests ok\s+9/);
-    expect(stdout).toMatch(/oracle hit\s+\d+\.\d %/);
+    expect(stdout).toMatch(/ref: infinite cache\s+\d+\.\d %/);
+    expect(stdout).toMatch(/ref: pooled LRU\s+\d+\.\d %/);
+    expect(stdout).toMatch(/ref: earliest finish\s+\d+\.\d %/);
     const report = JSON.parse(readFileSync(json, 'utf8')) as BenchReport;
     const t = report.targets[0]!;
     expect(t).toMatchObject({ ok: 9, failed: 0, outputTokens: 3 * (3 + 4 + 5) });
@@ -73,14 +75,22 @@ describe('motor bench --trace (process)', () => {
       load: { kind: 'trace', file: trace, format: 'mooncake', timeScale: 0.1 },
       stop: { requests: 9 },
     });
-    const oracle = report.settings.oracle as OracleResult;
+    const refs = report.settings.references as CacheReferences;
+    // ample capacity: nothing is evicted, so all three replay the same hits
+    const ref = refs.infinite;
+    expect(refs.pooledLru).toEqual(ref);
+    expect(refs.earliestFinish).toMatchObject(ref);
     // turn 0: conversations 2 and 3 share block 0; turn t: t + 1 blocks of the previous turn
-    expect(oracle.hitTokens).toBe(512 * (2 + 3 * 2 + 3 * 3));
+    expect(ref.hitTokens).toBe(512 * (2 + 3 * 2 + 3 * 3));
     // 512 words are 512 simulator tokens: the simulator caches exactly the shared blocks
-    expect(t.cachedTokens).toBe(oracle.hitTokens);
+    expect(t.cachedTokens).toBe(ref.hitTokens);
     // each prompt is its input_length plus the chat template's 11 tokens
-    expect(t.promptTokens).toBe(oracle.promptTokens + 9 * 11);
-    expect(t.oracleHitRate).toBe(oracle.hitRate);
+    expect(t.promptTokens).toBe(ref.promptTokens + 9 * 11);
+    expect(t.referenceHitRates).toEqual({
+      infinite: ref.hitRate,
+      pooledLru: ref.hitRate,
+      earliestFinish: ref.hitRate,
+    });
   });
 
   it('rejects a bad trace line and flags that fight the trace', async () => {
@@ -92,6 +102,6 @@ describe('motor bench --trace (process)', () => {
     );
     expect((await bench([...url, '--trace', bad, '--rate', '3'])).stderr).toMatch(/drop --rate/);
     expect((await bench([...url, '--trace', join(dir, 'none.jsonl')])).stderr).toMatch(/cannot read --trace/);
-    expect((await bench([...url, '--oracle-instances', '2'])).stderr).toMatch(/needs --trace/);
+    expect((await bench([...url, '--reference-instances', '2'])).stderr).toMatch(/needs --trace/);
   });
 });

@@ -26,7 +26,6 @@ describe('motor classify', () => {
       [],
       /profile:\s+trigger[\s\S]*concurrent_engine_sync/,
     ],
-    ['{"kv_transfer_config":{"kv_connector":"Mystery"}}', [], /profile:\s+unknown[\s\S]*fail closed/],
     // newer vLLM names: a handoff plan in Motor, the seed's strict answer with --seed
     [
       '{"kv_transfer_config":{"kv_connector":"NixlPushConnector","kv_role":"kv_producer"}}',
@@ -38,11 +37,6 @@ describe('motor classify', () => {
       [],
       /profile:\s+handoff[\s\S]*prefill_handoff_decode/,
     ],
-    [
-      '{"kv_transfer_config":{"kv_connector":"NixlPushConnector"}}',
-      ['--seed'],
-      /profile:\s+unknown[\s\S]*fail closed/,
-    ],
     ['{"kv_transfer_config":{"kv_connector":"NixlConnector"}}', ['--seed'], /profile:\s+handoff/],
     ['{}', ['--engine', 'sglang'], /profile:\s+bootstrap[\s\S]*concurrent_engine_sync/],
   ])('%s %o', (config, args, pattern) => {
@@ -50,6 +44,24 @@ describe('motor classify', () => {
     expect(run.status).toBe(0);
     expect(run.stdout).toMatch(pattern);
   });
+
+  it.each([
+    [
+      '{"kv_transfer_config":{"kv_connector":"Mystery"}}',
+      /'Mystery' is not a P\/D connector Motor knows, so this engine is never paired \(fail closed\)/,
+    ],
+    ['{"kv_transfer_config":{}}', /kv_transfer_config names no kv_connector, so this engine is never paired/],
+    // the seed's strict answer for a newer vLLM name
+    ['{"kv_transfer_config":{"kv_connector":"NixlPushConnector"}}', /fail closed/, '--seed'],
+  ])(
+    'exits 1 for a config that classifies as unknown, with the reason as a sentence: %s',
+    (config: string, reason: RegExp, ...args: string[]) => {
+      const run = classify(config, ...args);
+      expect(run.status).toBe(1);
+      expect(run.stdout).toMatch(/profile:\s+unknown/);
+      expect(run.stdout).toMatch(reason);
+    },
+  );
 
   it('prints JSON', () => {
     const run = classify('{"dispatch_profile":"prefill_handoff_decode"}', '--json');

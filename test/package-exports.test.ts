@@ -1,8 +1,8 @@
 import { readdirSync } from 'node:fs';
 import { expect, it } from 'vitest';
 
-it('exposes the protocol library as motor/protocol (built output, as a consumer imports it)', async () => {
-  const protocol = await import('motor/protocol');
+it('exposes the protocol library as motor-pd/protocol (built output, as a consumer imports it)', async () => {
+  const protocol = await import('motor-pd/protocol');
   expect(protocol.MOTOR_DISPATCH_SCHEMA_VERSION).toBe('1.0');
   expect(
     protocol.classifyVllmDispatchProfile({ kv_transfer_config: { kv_connector: 'NixlConnector' } }),
@@ -10,9 +10,9 @@ it('exposes the protocol library as motor/protocol (built output, as a consumer 
   expect(Object.keys(protocol.protocolJsonSchema('MotorDispatch'))).toContain('properties');
 });
 
-it('exposes the library as motor and the simulators as motor/testing (issue 18 item 1)', async () => {
-  const motor = await import('motor');
-  const testing = await import('motor/testing');
+it('exposes the library as motor-pd and the simulators as motor-pd/testing (issue 18 item 1)', async () => {
+  const motor = await import('motor-pd');
+  const testing = await import('motor-pd/testing');
   expect(typeof motor.createCoordinator).toBe('function');
   expect(typeof motor.definePlugin).toBe('function');
   expect(typeof testing.startSimulator).toBe('function');

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
  * Issue 18 item 1: the package as `npm pack` builds it, installed into a project of its own, serves a
  * chat request from a plain node:http app through both exports, and its published types check.
  *
- * Install: the tarball is unpacked into `<tmp>/node_modules/motor` (what `npm install <tarball>` puts
+ * Install: the tarball is unpacked into `<tmp>/node_modules/motor-pd` (what `npm install <tarball>` puts
  * there) and each of its declared `dependencies` is linked from this repo's node_modules, because the
  * machine is offline and npm's cache does not hold them (`npm install --offline` fails with
  * ENOTCACHED). Only declared dependencies are linked, so an import of anything else from dist/ fails
@@ -57,15 +57,15 @@ beforeAll(() => {
       (p) => p.endsWith('.test.js') || p.endsWith('.map') || p.startsWith('src/') || p.startsWith('test/'),
     ),
   ).toEqual([]);
-  mkdirSync(join(dir, 'node_modules/motor'), { recursive: true });
+  mkdirSync(join(dir, 'node_modules/motor-pd'), { recursive: true });
   execFileSync('tar', [
     '-xzf',
     join(dir, filename),
     '-C',
-    join(dir, 'node_modules/motor'),
+    join(dir, 'node_modules/motor-pd'),
     '--strip-components=1',
   ]);
-  const pkg = JSON.parse(readFileSync(join(dir, 'node_modules/motor/package.json'), 'utf8')) as {
+  const pkg = JSON.parse(readFileSync(join(dir, 'node_modules/motor-pd/package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
   };
   for (const name of Object.keys(pkg.dependencies)) link(name);
@@ -94,7 +94,7 @@ afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-it('type-checks an app against the published .d.ts and serves a chat request through motor and motor/testing', () => {
+it('type-checks an app against the published .d.ts and serves a chat request through motor-pd and motor-pd/testing', () => {
   // tsc checks the app (and the package's declarations) and writes plain JavaScript
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {
     cwd: dir,

@@ -1,5 +1,5 @@
 /**
- * Offline oracle and prediction check of scripts/bench/precise-e2e.ts, both in the engines' own
+ * Offline references and prediction check of scripts/bench/precise-e2e.ts, both in the engines' own
  * blocks: prompts tokenised with the Qwen3 tokenizer and hashed as the simulators hash them
  * (PromptBlockKeys, the coordinator's own code).
  */
@@ -9,8 +9,8 @@ import type { ClientRequest } from '../../src/coordinator/dispatch/request/clien
 import { KvPredictor } from '../../src/coordinator/kv-routing/kv-prediction.js';
 import { PromptBlockKeys } from '../../src/coordinator/kv-routing/prompt-block-keys.js';
 import { KvEventsHub } from '../../src/kv-events/kv-events-hub.js';
-import { MOONCAKE_BLOCK_TOKENS, type TraceRecord } from '../../src/loadgen/mooncake-trace.js';
-import { prefixOracle } from '../../src/loadgen/prefix-oracle.js';
+import type { TraceRecord } from '../../src/loadgen/mooncake-trace.js';
+import { cacheReferences, type ReferenceOptions } from '../../src/loadgen/cache-references.js';
 import type { BenchRequest } from '../../src/loadgen/workloads.js';
 import { BLOCK, KV_HASH, MODEL, type Fleet } from './precise-fleet.js';
 
@@ -29,27 +29,32 @@ const clientOf = (r: BenchRequest): ClientRequest =>
     stream: false,
   }) as unknown as ClientRequest;
 
+/** Offline hit rates of the same requests (src/loadgen/cache-references.ts), as fractions. */
+export interface EngineReferences {
+  infinite: number;
+  pooledLru: number;
+  earliestFinish: number;
+}
+
 /**
- * The offline oracle (src/loadgen/prefix-oracle.ts: per-instance LRU, longest cached prefix) over the
- * requests in order, in engine blocks: each full 16-token block of a prompt is one oracle "block"
- * (its chained vLLM hash is the id); hit tokens are converted back to engine tokens and divided by
- * all prompt tokens. It ignores timing and the engine's last-token recompute. `pooled`: the same
- * requests on one LRU of the whole fleet's capacity (no instance holds a copy of another's blocks) —
- * a reference for when greedy longest-prefix routing piles every request that shares a first block
- * onto one instance and leaves the others' caches unused (then the oracle is no upper bound).
+ * The references (infinite cache, pooled LRU of the fleet, earliest finish) over the requests in
+ * order, in engine blocks: each full 16-token block of a prompt is one block (its chained vLLM hash is
+ * the id), divided by all prompt tokens. `arrivalsMs` are the requests' send times where the load
+ * fixes them (a trace); a closed loop has none, and the earliest-finish reference then sees every
+ * request at once (it spreads by queue alone). It ignores the engine's last-token recompute.
  */
-export async function engineOracle(
+export async function engineReferences(
   keys: PromptBlockKeys,
   requests: readonly BenchRequest[],
-  instances: number,
-  capacityBlocks: number,
-): Promise<{ oracle: number; pooled: number }> {
+  fleet: Pick<ReferenceOptions, 'instances' | 'capacityBlocks' | 'prefillMsPerToken'>,
+  arrivalsMs?: readonly number[],
+): Promise<EngineReferences> {
   const idOf = new Map<bigint, number>();
   const records: TraceRecord[] = [];
   let promptTokens = 0;
-  for (const r of requests) {
+  for (const [i, r] of requests.entries()) {
     const p = (await keys.prompts(clientOf(r))).get(KV_HASH.groups[0]!.name);
-    if (!p) throw new Error('the oracle could not tokenise a prompt');
+    if (!p) throw new Error('the references could not tokenise a prompt');
     promptTokens += p.promptTokens;
     const hashIds = Array.from(p.blockKeys, (k) => {
       let id = idOf.get(k);
@@ -58,18 +63,18 @@ export async function engineOracle(
     });
     if (hashIds.length > 0)
       records.push({
-        timestampMs: 0,
-        inputLength: hashIds.length * MOONCAKE_BLOCK_TOKENS,
+        timestampMs: arrivalsMs?.[i] ?? 0,
+        inputLength: hashIds.length * BLOCK,
         outputLength: 0,
         hashIds,
       });
   }
-  const rate = (hitTokens: number) => ((hitTokens / MOONCAKE_BLOCK_TOKENS) * BLOCK) / promptTokens;
+  const refs = cacheReferences(records, { ...fleet, blockTokens: BLOCK });
+  const rate = (hitTokens: number) => hitTokens / promptTokens;
   return {
-    oracle: rate(prefixOracle(records, { instances, capacityBlocks }).hitTokens),
-    pooled: rate(
-      prefixOracle(records, { instances: 1, capacityBlocks: instances * capacityBlocks }).hitTokens,
-    ),
+    infinite: rate(refs.infinite.hitTokens),
+    pooledLru: rate(refs.pooledLru.hitTokens),
+    earliestFinish: rate(refs.earliestFinish.hitTokens),
   };
 }
 

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { EXIT_UNAVAILABLE } from './cli-error.js';
 import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { intArg, numberArg } from './number-arg.js';
@@ -14,7 +15,7 @@ import {
   traceArrivals,
   type TraceRecord,
 } from '../loadgen/mooncake-trace.js';
-import { prefixOracle, type OracleResult } from '../loadgen/prefix-oracle.js';
+import { cacheReferences, type CacheReferences } from '../loadgen/cache-references.js';
 import { WORKLOAD_NAMES, createWorkload, type Workload, type WorkloadName } from '../loadgen/workloads.js';
 
 interface BenchFlags {
@@ -43,8 +44,10 @@ interface BenchFlags {
   trace?: string;
   traceFormat: 'mooncake';
   timeScale: number;
-  oracleInstances?: number;
-  oracleCapacity: number;
+  referenceInstances?: number;
+  referenceCapacity: number;
+  referencePrefillMs: number;
+  referenceMsPerToken: number;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -198,15 +201,27 @@ export function registerBench(program: Command): void {
       1,
     )
     .option(
-      '--oracle-instances <n>',
-      'with --trace: also compute the offline oracle hit rate for a fleet of N prefill instances',
-      intArg('--oracle-instances', 1),
+      '--reference-instances <n>',
+      'with --trace: also replay it offline on a fleet of N prefill instances: infinite cache, pooled LRU and earliest-finish hit rates',
+      intArg('--reference-instances', 1),
     )
     .option(
-      '--oracle-capacity <tokens>',
-      "the oracle's prefix-cache capacity per instance, tokens (default: motor sim's 6144 blocks × 16)",
-      intArg('--oracle-capacity', MOONCAKE_BLOCK_TOKENS),
+      '--reference-capacity <tokens>',
+      "the references' prefix-cache capacity per instance, tokens (default: motor sim's 6144 blocks × 16)",
+      intArg('--reference-capacity', MOONCAKE_BLOCK_TOKENS),
       98_304,
+    )
+    .option(
+      '--reference-prefill-ms <ms>',
+      "the earliest-finish reference's fixed cost per prefill, ms (default: motor sim's)",
+      numberArg('--reference-prefill-ms'),
+      10,
+    )
+    .option(
+      '--reference-ms-per-token <ms>',
+      "the earliest-finish reference's cost per uncached prompt token, ms (default: motor sim's)",
+      numberArg('--reference-ms-per-token'),
+      0.1,
     )
     .action(async (flags: BenchFlags, cmd: Command) => {
       try {
@@ -219,10 +234,10 @@ export function registerBench(program: Command): void {
     });
 }
 
-/** `--trace`: the replayed workload, its arrivals and (with --oracle-instances) the oracle's hit rate. */
+/** `--trace`: the replayed workload, its arrivals and (with --reference-instances) the offline references. */
 async function traceSetup(
   flags: BenchFlags,
-): Promise<{ workload: Workload; load: LoadShape; oracle: OracleResult | null }> {
+): Promise<{ workload: Workload; load: LoadShape; references: CacheReferences | null }> {
   for (const [flag, set] of [
     ['--concurrency', flags.concurrency],
     ['--rate', flags.rate],
@@ -246,17 +261,20 @@ async function traceSetup(
     throw new InvalidArgumentError(`${flags.trace}: ${(err as Error).message}`);
   }
   if (flags.requests !== undefined) records = records.slice(0, flags.requests);
-  const oracle =
-    flags.oracleInstances === undefined
+  const references =
+    flags.referenceInstances === undefined
       ? null
-      : prefixOracle(records, {
-          instances: flags.oracleInstances,
-          capacityBlocks: Math.floor(flags.oracleCapacity / MOONCAKE_BLOCK_TOKENS),
+      : cacheReferences(records, {
+          instances: flags.referenceInstances,
+          capacityBlocks: Math.floor(flags.referenceCapacity / MOONCAKE_BLOCK_TOKENS),
+          prefillOverheadMs: flags.referencePrefillMs,
+          prefillMsPerToken: flags.referenceMsPerToken,
+          timeScale: flags.timeScale,
         });
   return {
     workload: createTraceWorkload(records, { seed: flags.seed, maxTokensCap: flags.maxTokens ?? 1024 }),
     load: { kind: 'trace', arrivalsMs: traceArrivals(records, flags.timeScale) },
-    oracle,
+    references,
   };
 }
 
@@ -272,8 +290,8 @@ async function runBench(flags: BenchFlags): Promise<number> {
     throw new InvalidArgumentError('give a target: --url <base url> or --compare name=url,…');
   if (flags.concurrency !== undefined && flags.rate !== undefined)
     throw new InvalidArgumentError('--concurrency (closed loop) and --rate (open loop) are exclusive');
-  if (flags.trace === undefined && flags.oracleInstances !== undefined)
-    throw new InvalidArgumentError('--oracle-instances needs --trace');
+  if (flags.trace === undefined && flags.referenceInstances !== undefined)
+    throw new InvalidArgumentError('--reference-instances needs --trace');
   const traced = flags.trace !== undefined ? await traceSetup(flags) : null;
   const load: LoadShape =
     traced?.load ??
@@ -295,7 +313,7 @@ async function runBench(flags: BenchFlags): Promise<number> {
       conversations: flags.conversations,
       turns: flags.turns,
     });
-  const oracle = traced?.oracle ?? null;
+  const references = traced?.references ?? null;
   const apiKey = flags.apiKey ?? process.env.OPENAI_API_KEY;
   const startedAt = new Date();
   const environment = environmentFacts(pkgVersion());
@@ -317,7 +335,7 @@ async function runBench(flags: BenchFlags): Promise<number> {
         model = await discoverModel(target.url, apiKey);
       } catch (err) {
         process.stderr.write(`motor bench: ${target.name}: ${(err as Error).message}; pass --model\n`);
-        return 2;
+        return EXIT_UNAVAILABLE;
       }
     }
     const run = new BenchRun({
@@ -341,7 +359,13 @@ async function runBench(flags: BenchFlags): Promise<number> {
     );
     results.push(result);
   }
-  if (oracle) for (const r of results) r.oracleHitRate = oracle.hitRate;
+  if (references)
+    for (const r of results)
+      r.referenceHitRates = {
+        infinite: references.infinite.hitRate,
+        pooledLru: references.pooledLru.hitRate,
+        earliestFinish: references.earliestFinish.hitRate,
+      };
   process.stdout.write(formatSummary(results));
   const settings = {
     workload: workload.name,
@@ -350,8 +374,14 @@ async function runBench(flags: BenchFlags): Promise<number> {
     load: traced
       ? { kind: 'trace', file: flags.trace, format: flags.traceFormat, timeScale: flags.timeScale }
       : load,
-    ...(oracle && {
-      oracle: { instances: flags.oracleInstances, capacityTokens: flags.oracleCapacity, ...oracle },
+    ...(references && {
+      references: {
+        instances: flags.referenceInstances,
+        capacityTokens: flags.referenceCapacity,
+        prefillMs: flags.referencePrefillMs,
+        msPerToken: flags.referenceMsPerToken,
+        ...references,
+      },
     }),
     stop,
     warmup: flags.warmup ?? null,

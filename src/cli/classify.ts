@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { EXIT_BAD_INPUT } from './cli-error.js';
+import { EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK } from './cli-error.js';
 import { readStructuredFile, StructuredFileError } from '../common/structured-file.js';
 // Direct module imports, not the protocol index: the CLI start-up need not load the zod schemas.
 import { dispatchCapabilitiesForProfile, DispatchProfileError } from '../protocol/classification.js';
@@ -61,9 +61,11 @@ async function classify(file: string, opts: ClassifyOptions): Promise<number> {
     return EXIT_BAD_INPUT;
   }
   const capabilities = dispatchCapabilitiesForProfile(explanation.profile);
+  // `unknown` is never paired: a provisioning script sees it in the exit code
+  const exitCode = capabilities.length > 0 || explanation.engine === 'sglang' ? EXIT_OK : EXIT_FAILED;
   if (opts.json) {
     console.log(JSON.stringify({ ...explanation, dispatch_capabilities: capabilities }));
-    return 0;
+    return exitCode;
   }
   console.log(`engine:       ${explanation.engine}`);
   console.log(`profile:      ${explanation.profile}`);
@@ -72,5 +74,5 @@ async function classify(file: string, opts: ClassifyOptions): Promise<number> {
   );
   console.log(`decided by:   ${explanation.decidedBy} (${explanation.reason})`);
   for (const note of explanation.skipped) console.log(`skipped:      ${note}`);
-  return 0;
+  return exitCode;
 }

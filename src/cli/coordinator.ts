@@ -1,10 +1,17 @@
 import type { Command } from 'commander';
 import type { ConfigFlags, CoordinatorConfig } from '../config/coordinator-config.js';
-import { listenErrorText } from '../common/os-errors.js';
 import type { Logger } from '../common/logger.js';
 import type { RunningCoordinator } from '../coordinator/coordinator.js';
 import { parseWorkers } from '../workers/workers-count.js';
-import { CliError, EXIT_BAD_INPUT, firstLine, invalidConfig } from './cli-error.js';
+import {
+  CliError,
+  EXIT_BAD_INPUT,
+  EXIT_FAILED,
+  EXIT_UNAVAILABLE,
+  firstLine,
+  invalidConfig,
+  listenError,
+} from './cli-error.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -109,12 +116,17 @@ async function drainAndLog(
 /** The one-line form of a start-up failure (etcd unreachable, a refused instance, a busy port), or undefined. */
 async function startupError(err: unknown, config: CoordinatorConfig): Promise<CliError | undefined> {
   const { RegistryError } = await import('../registry/instance-record.js');
-  if (err instanceof RegistryError) return new CliError(firstLine(err.message));
-  const listen = listenErrorText(err);
-  if (listen === undefined) return undefined;
+  if (err instanceof RegistryError) {
+    const code =
+      err.code === 'unavailable'
+        ? EXIT_UNAVAILABLE
+        : err.code === 'invalid_instance'
+          ? EXIT_BAD_INPUT
+          : EXIT_FAILED;
+    return new CliError(firstLine(err.message), code);
+  }
   const port = (err as { port?: unknown }).port;
-  const key = port === config.management.port ? 'management.port' : 'server.port';
-  return new CliError(`${listen} (${key})`);
+  return listenError(err, port === config.management.port ? 'management.port' : 'server.port');
 }
 
 /** `--workers N` in the primary: checks the config can be shared, then forks and supervises the workers. */

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CliError, EXIT_BAD_INPUT } from './cli-error.js';
+import { CliError, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_UNAVAILABLE } from './cli-error.js';
 import { intArg } from './number-arg.js';
 import type { DoctorReport } from '../coordinator/doctor/doctor.js';
 import { DOCTOR_PATH } from '../coordinator/doctor/doctor-route.js';
@@ -13,16 +13,16 @@ interface DoctorOptions {
 }
 
 /** Exit code when some check found drift (0: none; unknown verdicts do not count). */
-export const EXIT_DRIFT = 1;
+export const EXIT_DRIFT = EXIT_FAILED;
 /** Exit code when the coordinator could not be asked (unreachable, refused, not a doctor report). */
-export const EXIT_NO_REPORT = 2;
+export const EXIT_NO_REPORT = EXIT_UNAVAILABLE;
 
 export function registerDoctor(program: Command): void {
   program
     .command('doctor')
     .description(
       "check each instance against Motor's precise-routing settings: tokenizer, chat template, block size, " +
-        'block hashes, KV event stream, predicted vs reported cached tokens; exits 1 on drift, 2 without a report',
+        'block hashes, KV event stream, predicted vs reported cached tokens; exits 1 on drift, 3 without a report',
     )
     .requiredOption(
       '--coordinator <url>',
@@ -63,6 +63,7 @@ async function doctor(opts: DoctorOptions): Promise<number> {
   } catch {
     throw new CliError(
       `${url.href} answered something other than a doctor report (is it the management port?)`,
+      EXIT_NO_REPORT,
     );
   }
   console.log(opts.json ? JSON.stringify(report, null, 2) : doctorTable(report));

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { intArg } from './number-arg.js';
 import { parsePeerSecrets, PEER_SECRET_ENV, type PeerSecretSource } from '../common/peer-secrets.js';
-import { listenErrorText } from '../common/os-errors.js';
+import { EXIT_BAD_INPUT, EXIT_FAILED, listenError } from './cli-error.js';
 import { placeholderSecretProblems } from '../common/placeholder-secret.js';
 import { readStructuredFile, StructuredFileError } from '../common/structured-file.js';
 import { serverLimitsProblem } from '../common/server-limits.js';
@@ -246,13 +246,13 @@ export function registerEngineProxy(program: Command): void {
       const opts = await resolveOptions(cli);
       if (typeof opts === 'string') {
         console.error(`motor engine-proxy: ${opts}`);
-        process.exitCode = 2;
+        process.exitCode = EXIT_BAD_INPUT;
         return;
       }
       const registerError = checkRegisterFlags(cli);
       if (registerError !== null) {
         console.error(`motor engine-proxy: ${registerError}`);
-        process.exitCode = 2;
+        process.exitCode = EXIT_BAD_INPUT;
         return;
       }
       // Loaded here, not at the top, so other commands do not pay for the proxy's modules.
@@ -266,8 +266,9 @@ export function registerEngineProxy(program: Command): void {
       try {
         server = await startEngineProxy(opts, logger);
       } catch (err) {
-        console.error(`motor engine-proxy: ${listenErrorText(err) ?? (err as Error).message}`);
-        process.exitCode = 2;
+        const listen = listenError(err);
+        console.error(`motor engine-proxy: ${listen?.message ?? (err as Error).message}`);
+        process.exitCode = listen?.exitCode ?? EXIT_FAILED;
         return;
       }
       if (cli.register === undefined) {

@@ -7,10 +7,13 @@ export function createProgram(version: string): Command {
     .name('motor')
     .description('Prefill/decode disaggregated LLM serving coordinator')
     .version(version)
-    .showHelpAfterError(usageHint('motor'));
+    .showHelpAfterError(usageHint('motor'))
+    // main.ts exits: a usage error is bad input (exit 2, commander's own is 1)
+    .exitOverride();
   for (const register of commands) register(program);
   // A usage error prints itself and this one line, not the whole help (68 lines for `motor sim`).
-  for (const command of program.commands) command.showHelpAfterError(usageHint(`motor ${command.name()}`));
+  for (const command of program.commands)
+    command.showHelpAfterError(usageHint(`motor ${command.name()}`)).exitOverride();
   return program;
 }
 

@@ -4,8 +4,8 @@ import { ENGINE_VERSIONS, resolveProfile } from '../simulator/engine-profiles.js
 import { defaultSimOptions, type SimOptions } from '../simulator/options.js';
 import { REASONING_PARSERS } from '../simulator/reasoning.js';
 import type { FaultConfig } from '../simulator/faults.js';
-import { listenErrorText } from '../common/os-errors.js';
-import { CliError, EXIT_BAD_INPUT } from './cli-error.js';
+
+import { CliError, EXIT_BAD_INPUT, listenError } from './cli-error.js';
 import { intArg, numArg } from './number-arg.js';
 
 /** `motor sim`: a vLLM/SGLang-compatible fake engine (docs/simulator.md; flags in docs/cli.md). */
@@ -325,11 +325,11 @@ export function registerSim(program: Command): void {
       try {
         sim = await startSimulator(opts, logger);
       } catch (err) {
-        const listen = listenErrorText(err);
-        if (listen !== undefined) throw new CliError(listen);
+        const listen = listenError(err);
+        if (listen !== undefined) throw listen;
         // the SGLang bootstrap server's failure carries the listen error as its cause
-        const bootstrap = listenErrorText((err as Error).cause);
-        if (bootstrap !== undefined) throw new CliError(`${bootstrap} (--bootstrap-port)`);
+        const bootstrap = listenError((err as Error).cause, '--bootstrap-port');
+        if (bootstrap !== undefined) throw bootstrap;
         throw err;
       }
       onShutdown(() => sim.close());

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BodyReader, ClientGoneError, type BodyAllowance } from './body-reader.js';
 import { frameErrors } from './frame-errors.js';
 import { HttpError } from './http-error.js';
@@ -78,7 +78,7 @@ describe('BodyReader.json', () => {
     expect(await reader.json(request(JSON.stringify(nested(600))))).toEqual(nested(600));
   });
 
-  it('counts a body without a declared length against the allowance, chunk by chunk', async () => {
+  it('counts a body against the allowance as it arrives, chunk by chunk, declared or not', async () => {
     const counted: number[] = [];
     const allowance = (room: number) => ({
       grow: (bytes: number) => (counted.push(bytes), (room -= bytes) >= 0),
@@ -92,10 +92,10 @@ describe('BodyReader.json', () => {
       '503 overloaded server overloaded: request bodies in flight use the whole body budget',
     );
     expect(counted).toEqual([7, 6]);
-    // a declared length was counted at admission: not again
+    // a declared body too: what admission reserved for it is the allowance's to net out
     counted.length = 0;
-    expect(await outcome(reader, request('[1]', 3), allowance(0))).toEqual([1]);
-    expect(counted).toEqual([]);
+    expect(await outcome(reader, request('[1]', 3), allowance(3))).toEqual([1]);
+    expect(counted).toEqual([3]);
   });
 
   it('a client that goes away mid-body is a ClientGoneError', async () => {
@@ -105,5 +105,42 @@ describe('BodyReader.json', () => {
     stream.write('{"a":');
     stream.emit('aborted');
     await expect(read).rejects.toBeInstanceOf(ClientGoneError);
+  });
+});
+
+describe('BodyReader minimum upload rate', () => {
+  afterEach(() => vi.useRealTimers());
+  const rate = { bytesPerSecond: 10, windowMs: 1000 }; // 10 bytes per window
+  const reader = new BodyReader({ maxBytes: 1000, minUploadRate: rate });
+
+  /** A declared 100-byte body (JSON `1` after spaces) whose chunks are written one window apart; the outcome. */
+  async function upload(chunks: string[]): Promise<unknown> {
+    vi.useFakeTimers();
+    const stream = new PassThrough();
+    const req = Object.assign(stream, { headers: { 'content-length': '100' } }) as unknown as IncomingMessage;
+    const read = outcome(reader, req);
+    for (const chunk of chunks) {
+      stream.write(chunk);
+      await vi.advanceTimersByTimeAsync(rate.windowMs);
+    }
+    stream.end(' '.repeat(99 - chunks.join('').length) + '1');
+    return read;
+  }
+
+  const tooSlow = '408 upload_too_slow request body arrived slower than 10 bytes/s over 1000 ms';
+  const spaces = (n: number): string => ' '.repeat(n);
+  it.each<[string, string[], unknown]>([
+    ['every window at the rate', [spaces(10), spaces(10), spaces(10)], 1],
+    ['a window under the rate', [spaces(10), spaces(9)], tooSlow],
+    ['a trickle from the start', [spaces(1)], tooSlow],
+  ])('%s', async (_name, chunks, expected) => {
+    expect(await upload(chunks)).toEqual(expected);
+  });
+
+  it('arms no timer for a body complete in its first chunk', async () => {
+    vi.useFakeTimers();
+    const read = reader.raw(request('[1]', 3));
+    expect(vi.getTimerCount()).toBe(0);
+    expect((await read).toString()).toBe('[1]');
   });
 });

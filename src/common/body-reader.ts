@@ -21,12 +21,23 @@ export interface BodyLimits {
   maxDepth?: number;
   /** Most object keys accepted by `parseJson` / `json` (checked before parsing); default `Infinity`. */
   maxKeys?: number;
+  /** The slowest upload accepted (default none): an upload slower than this is cut with the 408 of `uploadTooSlow`. */
+  minUploadRate?: UploadRate;
 }
 
 /**
- * Counts the bytes of a body whose length was not declared (chunked) as they arrive; `false`
- * refuses the rest (admission's body budget, scheduling/admission.ts). A declared length is counted
- * before the read starts, and Node never delivers more than it.
+ * A minimum upload rate: fewer than `bytesPerSecond × windowMs / 1000` bytes arriving in any
+ * window of `windowMs` (counted from the first window the body has not arrived in whole) cuts the
+ * upload, so a socket that trickles a body cannot hold what admission counted for it for long.
+ */
+export interface UploadRate {
+  bytesPerSecond: number;
+  windowMs: number;
+}
+
+/**
+ * Counts the bytes of a body as they arrive; `false` refuses the rest (admission's body budget,
+ * scheduling/admission.ts).
  */
 export interface BodyAllowance {
   grow(bytes: number): boolean;
@@ -49,7 +60,10 @@ export class BodyReader {
     this.maxBytes = limits.maxBytes;
     this.maxDepth = limits.maxDepth ?? MAX_JSON_DEPTH;
     this.maxKeys = limits.maxKeys ?? Infinity;
+    this.minUploadRate = limits.minUploadRate;
   }
+
+  readonly minUploadRate: UploadRate | undefined;
 
   /** The 413 for a declared length over `maxBytes` (checked before admission counts it), else null. */
   declaredTooLarge(req: IncomingMessage): ThrowableHttpError | null {
@@ -57,13 +71,14 @@ export class BodyReader {
     return declared !== null && declared > this.maxBytes ? this.errors.bodyTooLarge(this.maxBytes) : null;
   }
 
-  /** The whole body as bytes; an undeclared length is counted chunk by chunk against `allowance`. */
+  /** The whole body as bytes, counted chunk by chunk against `allowance`. */
   async raw(req: IncomingMessage, allowance?: BodyAllowance): Promise<Buffer> {
     try {
-      return await readBody(req, this.maxBytes, allowance);
+      return await readBody(req, this.maxBytes, allowance, this.minUploadRate);
     } catch (err) {
       if (err instanceof BodyTooLargeError) throw this.errors.bodyTooLarge(this.maxBytes);
       if (err instanceof OverAllowanceError) throw this.errors.overBodyBudget();
+      if (err instanceof TooSlowError) throw this.errors.uploadTooSlow(err.rate);
       throw new ClientGoneError(err);
     }
   }
@@ -99,6 +114,12 @@ class BodyTooLargeError extends Error {
 
 class OverAllowanceError extends Error {}
 
+class TooSlowError extends Error {
+  constructor(readonly rate: UploadRate) {
+    super('request body arrives too slowly');
+  }
+}
+
 /** The length a request declares (`content-length`), or null (chunked, or none). */
 export function declaredBodyBytes(req: IncomingMessage): number | null {
   const declared = Number(req.headers['content-length']);
@@ -106,38 +127,61 @@ export function declaredBodyBytes(req: IncomingMessage): number | null {
 }
 
 /**
- * Reads a whole request body, refusing (and draining nothing more) past `limitBytes`, or when
- * `allowance` refuses a chunk of a body without a declared length.
+ * Reads a whole request body, refusing (and draining nothing more) past `limitBytes`, when
+ * `allowance` refuses a chunk, or when it arrives slower than `minRate`. The rate's timer is armed
+ * only for a body that is not complete by its first chunk (most are).
  */
-function readBody(req: IncomingMessage, limitBytes: number, allowance?: BodyAllowance): Promise<Buffer> {
+function readBody(
+  req: IncomingMessage,
+  limitBytes: number,
+  allowance?: BodyAllowance,
+  minRate?: UploadRate,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = declaredBodyBytes(req);
     if (declared !== null && declared > limitBytes) {
       reject(new BodyTooLargeError(limitBytes));
       return;
     }
-    const counted = declared === null ? allowance : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
+    let windowStart = 0; // `size` when the current rate window began (0 for the first)
+    let timer: NodeJS.Timeout | undefined;
+    const stop = (): void => {
+      req.off('data', onData);
+      if (timer !== undefined) clearInterval(timer);
+    };
+    const refuse = (refusal: Error): void => {
+      stop();
+      req.pause();
+      reject(refusal);
+    };
+    const onWindow = (): void => {
+      if (size - windowStart < (minRate!.bytesPerSecond * minRate!.windowMs) / 1000)
+        refuse(new TooSlowError(minRate!));
+      windowStart = size;
+    };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       const refusal =
         size > limitBytes
           ? new BodyTooLargeError(limitBytes)
-          : counted !== undefined && !counted.grow(chunk.length)
+          : allowance !== undefined && !allowance.grow(chunk.length)
             ? new OverAllowanceError()
             : null;
-      if (refusal !== null) {
-        req.off('data', onData);
-        req.pause();
-        reject(refusal);
-        return;
-      }
+      if (refusal !== null) return refuse(refusal);
       chunks.push(chunk);
+      // the first window counts what arrived before it was armed
+      if (timer === undefined && minRate !== undefined && size !== declared) {
+        timer = setInterval(onWindow, minRate.windowMs);
+      }
     };
     req.on('data', onData);
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    req.once('error', reject);
-    req.once('aborted', () => reject(new Error('client aborted the request body')));
+    req.once('end', () => {
+      stop();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    req.once('error', (err) => (stop(), reject(err)));
+    req.once('aborted', () => (stop(), reject(new Error('client aborted the request body'))));
   });
 }

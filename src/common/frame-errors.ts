@@ -16,8 +16,10 @@ export interface FrameErrors {
   tooDeep(maxDepth: number): ThrowableHttpError;
   /** More JSON keys than the server parses (found before parsing). */
   tooManyKeys(maxKeys: number): ThrowableHttpError;
-  /** A body without a declared length outgrew what the server's body budget had left. */
+  /** A body's arrival outgrew what the server's body budget (or the client's share of it) had left. */
   overBodyBudget(): ThrowableHttpError;
+  /** A body arrived slower than the server's minimum upload rate; the rest is not read. */
+  uploadTooSlow(rate: { bytesPerSecond: number; windowMs: number }): ThrowableHttpError;
   /** Anything unexpected a handler threw (logged by the frame). */
   internal(): ThrowableHttpError;
 }
@@ -50,6 +52,12 @@ export const DEFAULT_FRAME_ERRORS: FrameErrors = Object.freeze({
       code: 'overloaded',
       headers: { connection: 'close', 'retry-after': '1' },
     }),
+  uploadTooSlow: (rate: { bytesPerSecond: number; windowMs: number }) =>
+    new HttpError(
+      408,
+      `request body arrived slower than ${rate.bytesPerSecond} bytes/s over ${rate.windowMs} ms`,
+      { code: 'upload_too_slow', headers: CLOSE },
+    ),
   internal: () => new HttpError(500, 'internal error', { code: 'internal' }),
 });
 

@@ -11,6 +11,8 @@ export const ERROR_CODES = {
   model_not_found: { status: 404, type: 'invalid_request_error', retryable: false },
   method_not_allowed: { status: 405, type: 'invalid_request_error', retryable: false },
   body_too_large: { status: 413, type: 'invalid_request_error', retryable: false },
+  /** The client's body arrived slower than `server.minUploadBytesPerSecond`: cut, its budget returned. */
+  upload_too_slow: { status: 408, type: 'invalid_request_error', retryable: false },
   /** An engine rejected the request (4xx): its status and body reach the client unchanged. */
   engine_rejected: { status: 400, type: 'invalid_request_error', retryable: false },
   /**

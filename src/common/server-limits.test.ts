@@ -3,7 +3,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { getOver, rawSocket } from '../../test/helpers/raw-sockets.js';
 import { closeServer, listen } from './http.js';
 import type { Logger } from './logger.js';
-import { createLimitedServer, serverLimitsProblem, type ServerLimits } from './server-limits.js';
+import {
+  createLimitedServer,
+  RESERVED_CONNECTIONS,
+  serverLimitsProblem,
+  type ConnectionShedding,
+  type ServerLimits,
+  type ShedReason,
+} from './server-limits.js';
 
 const OFF: ServerLimits = {
   headersTimeoutMs: 0,
@@ -25,8 +32,9 @@ async function serve(
   limits: Partial<ServerLimits>,
   listener: RequestListener,
   log?: Logger,
+  shedding?: ConnectionShedding,
 ): Promise<string> {
-  const server = createLimitedServer({ ...OFF, ...limits }, listener, log);
+  const server = createLimitedServer({ ...OFF, ...limits }, listener, log, shedding);
   servers.push(server);
   return listen(server, 0, '127.0.0.1');
 }
@@ -141,40 +149,96 @@ describe('createLimitedServer does not cut a response in progress', () => {
 });
 
 describe('createLimitedServer caps connections', () => {
-  it('answers the (cap+1)th connection 503 and closes it, while a kept-alive connection still works', async () => {
-    const warn = vi.fn();
-    const url = await serve({ maxConnections: 2 }, ok, { warn } as unknown as Logger);
+  /** A listener that never answers: its connections stay busy. */
+  const hold: RequestListener = (req) => void req.resume();
+
+  it('at the cap closes the oldest connection that sent nothing, never a kept-alive one; counted', async () => {
+    const shed: ShedReason[] = [];
+    const url = await serve({ maxConnections: 2 }, ok, undefined, { onShed: (r) => shed.push(r) });
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: false });
-      const second = rawSocket(url);
-      const refused = await rawSocket(url).closed;
-      expect(refused.data).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
-      expect(refused.data).toContain('"code":"too_many_connections"');
-      await rawSocket(url).closed;
-      // one line per 10 s, however many are refused
-      expect(warn.mock.calls).toEqual([
-        [{ max_connections: 2, refused: 1 }, 'connection cap reached: refusing new connections with 503'],
-      ]);
+      const silent = rawSocket(url);
+      const third = rawSocket(url, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect((await silent.closed).data).toBe(''); // closed to make room, answered nothing
+      expect(shed).toEqual(['idle_evicted']);
       expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: true });
-      second.destroy();
-      await second.closed;
-      await expect.poll(async () => (await fetch(url)).status).toBe(200);
+      third.destroy();
     } finally {
       agent.destroy();
     }
   });
 
-  it('refuses a connection that sends a request at once, never parsing it', async () => {
+  it('refuses with a raw 503 when every connection is busy, never parsing the request; one warning', async () => {
+    const warn = vi.fn();
+    const shed: ShedReason[] = [];
     let served = 0;
-    const url = await serve({ maxConnections: 1 }, (req, res) => {
-      served++;
-      ok(req, res);
-    });
-    const first = rawSocket(url);
+    const url = await serve(
+      { maxConnections: 1 },
+      (req, res) => (served++, hold(req, res)),
+      { warn } as unknown as Logger,
+      { onShed: (r) => shed.push(r) },
+    );
+    const busy = rawSocket(url, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await vi.waitFor(() => expect(served).toBe(1)); // no event outside the listener: polled
     const refused = await rawSocket(url, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n').closed;
+    expect(refused.data).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    expect(refused.data).toContain('"code":"too_many_connections"');
+    await rawSocket(url).closed;
+    expect(served).toBe(1);
+    expect(shed).toEqual(['cap', 'cap']);
+    expect(warn.mock.calls).toEqual([
+      [{ max_connections: 1, refused: 1 }, 'connection limits reached: refusing new connections with 503'],
+    ]);
+    busy.destroy();
+  });
+
+  it('refuses a source over maxPerSource while the cap has room', async () => {
+    const shed: ShedReason[] = [];
+    const url = await serve(
+      { maxConnections: 100 },
+      (req, res) => (req.url === '/health' ? ok : hold)(req, res),
+      undefined,
+      {
+        maxPerSource: 2,
+        onShed: (r) => shed.push(r),
+      },
+    );
+    const held = [rawSocket(url), rawSocket(url)];
+    const refused = await rawSocket(url).closed; // loopback: one source
     expect(refused.data).toMatch(/^HTTP\/1\.1 503 /);
-    expect(served).toBe(0);
-    first.destroy();
+    expect(shed).toEqual(['per_source']);
+    for (const h of held) h.destroy();
+    await Promise.all(held.map((h) => h.closed));
+    const after = await rawSocket(url, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').closed;
+    expect(after.data).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
+  it('over the cap still answers the reserved paths (up to RESERVED_CONNECTIONS), nothing else', async () => {
+    const shed: ShedReason[] = [];
+    let busy = 0;
+    const url = await serve(
+      { maxConnections: 1 },
+      (req, res) => (req.url?.startsWith('/health') ? ok(req, res) : (busy++, hold(req, res))),
+      undefined,
+      { reservedPaths: new Set(['/health']), onShed: (r) => shed.push(r) },
+    );
+    const first = rawSocket(url, 'POST /work HTTP/1.1\r\nHost: x\r\ncontent-length: 1\r\n\r\nx');
+    await vi.waitFor(() => expect(busy).toBe(1)); // no event outside the listener: polled
+    const health = await rawSocket(
+      url,
+      'GET /health?probe=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    ).closed;
+    expect(health.data).toMatch(/^HTTP\/1\.1 200 /);
+    const other = await rawSocket(url, 'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n').closed;
+    expect(other.data).toMatch(/^HTTP\/1\.1 503 /);
+    expect(other.data).toContain('too_many_connections');
+    const reserve = Array.from({ length: RESERVED_CONNECTIONS }, () => rawSocket(url));
+    const beyond = await rawSocket(url).closed;
+    expect(beyond.data).toMatch(/^HTTP\/1\.1 503 /);
+    expect(shed.filter((r) => r === 'reserve_only')).toEqual(['reserve_only']);
+    expect(shed.filter((r) => r === 'cap')).toHaveLength(2 + RESERVED_CONNECTIONS + 1);
+    expect(busy).toBe(1);
+    for (const r of [first, ...reserve]) r.destroy();
   });
 });

@@ -12,7 +12,7 @@ export const corsSectionSchema = z
       .default([])
       .describe(
         'origins (`https://app.example.com`) whose browser pages may call the API, or `*` for any; empty = CORS off ' +
-          '(no `Access-Control-*` headers, `OPTIONS` answered 404 like any unrouted method)',
+          '(no `Access-Control-*` headers; `OPTIONS` is then a method no route takes: 405 on a routed path)',
       ),
     allowedMethods: z
       .array(z.string().regex(TOKEN))

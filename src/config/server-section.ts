@@ -11,6 +11,8 @@ const TENANT_ISOLATION = /^(off|api-key|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+)$/;
 export const DEFAULT_MAX_JSON_KEYS = 32_768;
 /** 32 bodies of the default 4 MiB limit, or about a thousand ordinary ones. */
 export const DEFAULT_MAX_INFLIGHT_BODY_BYTES = 128 * 1024 * 1024;
+/** Covers an ordinary chat body whole, so only large bodies are counted as they arrive. */
+export const DEFAULT_BODY_RESERVATION_BYTES = 64 * 1024;
 
 const limitMs = (def: number, what: string) => z.int().min(0).default(def).describe(`${what} (ms, 0 = none)`);
 
@@ -40,9 +42,43 @@ export const serverSectionSchema = z
         'request-body bytes admitted at once, counted by admission before a body is read (its ' +
           '`content-length`; a chunked body as it arrives) until its request ends, valid metaserver calls ' +
           'included; a request that does not fit waits in the admission queue (`scheduling.admission`), a ' +
-          'chunked body that outgrows it → 503. At least `maxBodyBytes`; each body byte costs about 5 bytes ' +
-          'of memory while its request runs',
+          'body that outgrows it while arriving → 503. At least `maxBodyBytes`; each body byte costs about 5 ' +
+          'bytes of memory while its request runs',
       ),
+    bodyReservationBytes: z
+      .int()
+      .min(0)
+      .default(DEFAULT_BODY_RESERVATION_BYTES)
+      .describe(
+        'most of a declared body (`content-length`) counted against `maxInflightBodyBytes` before it ' +
+          'arrives; the rest is counted as it arrives, so a socket that declares a large body and trickles ' +
+          'it holds only what it sent plus this',
+      ),
+    clientBodyShare: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.25)
+      .describe(
+        'fraction of `maxInflightBodyBytes` one client may hold (its queued requests included); more → 429 ' +
+          'at once (1 = no share: requests wait in the admission queue instead). ' +
+          'The client is the API key when `apiKeys` are set, else the `tenantIsolation` header, else the ' +
+          'remote address (behind a proxy that is the proxy: set a tenant header or raise this)',
+      ),
+    minUploadBytesPerSecond: z
+      .int()
+      .min(0)
+      .default(4096)
+      .describe(
+        'slowest request-body upload accepted, measured over each `uploadRateWindowMs` once a body has ' +
+          'not arrived in one piece; slower → 408 `upload_too_slow`, the connection closed and its share ' +
+          'of the body budget returned at once (0 = no minimum)',
+      ),
+    uploadRateWindowMs: z
+      .int()
+      .min(100)
+      .default(10_000)
+      .describe('the window `minUploadBytesPerSecond` is measured over (ms)'),
     apiKeys: z
       .array(z.string().min(1))
       .default([])
@@ -108,8 +144,18 @@ export const serverSectionSchema = z
       .min(0)
       .default(D.maxConnections)
       .describe(
-        'open client connections (0 = no cap); beyond it a connection is answered 503 `too_many_connections` ' +
-          'and closed. Keep it under the file-descriptor limit minus the upstream pools',
+        'open client connections (0 = no cap); at it the oldest connection that has sent no request yet is ' +
+          'closed to make room, else a new one is answered 503 `too_many_connections` and closed; up to 32 ' +
+          'more are let in for `/health`, `/ready` and `/metrics` only. Shed connections are counted in ' +
+          '`motor_connections_shed_total`. Keep it under the file-descriptor limit minus the upstream pools',
+      ),
+    maxConnectionsPerSource: z
+      .int()
+      .min(0)
+      .default(1000)
+      .describe(
+        'open connections one remote address may hold (0 = no limit); more → raw 503, counted. Behind a ' +
+          'load balancer every client shares its address: raise it or set 0',
       ),
     cors: corsSectionSchema,
   })
@@ -121,6 +167,12 @@ export const serverSectionSchema = z
         code: 'custom',
         path: ['maxInflightBodyBytes'],
         message: `must be at least maxBodyBytes (${server.maxBodyBytes})`,
+      });
+    if (server.clientBodyShare * server.maxInflightBodyBytes < server.maxBodyBytes)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['clientBodyShare'],
+        message: `clientBodyShare × maxInflightBodyBytes must be at least maxBodyBytes (${server.maxBodyBytes})`,
       });
     if (server.tenantIsolation === 'api-key' && server.apiKeys.length === 0)
       ctx.addIssue({ code: 'custom', path: ['tenantIsolation'], message: "'api-key' needs server.apiKeys" });
@@ -139,4 +191,32 @@ export function tenantSaltSecret(
   if (secret === undefined || secret === '')
     return { problem: `server.tenantSaltSecretEnv: environment variable ${name} is unset or empty` };
   return { secret };
+}
+
+type ServerSection = z.output<typeof serverSectionSchema>;
+
+/** Admission's body-budget options from the `server` section. */
+export function bodyBudget(server: ServerSection): {
+  maxInflightBodyBytes: number;
+  bodyReservationBytes: number;
+  maxClientBodyBytes: number;
+} {
+  return {
+    maxInflightBodyBytes: server.maxInflightBodyBytes,
+    bodyReservationBytes: server.bodyReservationBytes,
+    // 1: one client may hold all of it, i.e. no share (an over-share request is refused, not queued)
+    maxClientBodyBytes:
+      server.clientBodyShare === 1
+        ? Infinity
+        : Math.floor(server.clientBodyShare * server.maxInflightBodyBytes),
+  };
+}
+
+/** The gateway's minimum upload rate, or undefined when `minUploadBytesPerSecond` is 0. */
+export function minUploadRate(
+  server: ServerSection,
+): { bytesPerSecond: number; windowMs: number } | undefined {
+  return server.minUploadBytesPerSecond > 0
+    ? { bytesPerSecond: server.minUploadBytesPerSecond, windowMs: server.uploadRateWindowMs }
+    : undefined;
 }

@@ -7,6 +7,7 @@ import { RequestDrain, type RequestListener } from '../common/request-drain.js';
 import { createLimitedServer } from '../common/server-limits.js';
 import { TakeOnceStore } from '../common/take-once-store.js';
 import type { CoordinatorConfig } from '../config/coordinator-config.js';
+import { bodyBudget } from '../config/server-section.js';
 import {
   createCoordinatorObservability,
   type InjectedObservability,
@@ -99,7 +100,7 @@ export async function createCoordinatorApp(
       source,
       upstreams,
       log,
-      maxInflightBodyBytes: config.server.maxInflightBodyBytes,
+      bodyBudget: bodyBudget(config.server),
     });
   const triggers = new TakeOnceStore<PendingTrigger>();
   let kvEvents: KvEventsHub | null = null;
@@ -277,7 +278,12 @@ export async function startCoordinator(
   try {
     // Header, request, keep-alive and idle timeouts and the connection cap (`server.*`).
     const handler = overrides.frontGateway?.(app.handler, (t) => app.ownsTrigger(t)) ?? app.handler;
-    server = createLimitedServer(config.server, handler, log);
+    server = createLimitedServer(config.server, handler, log, {
+      maxPerSource: config.server.maxConnectionsPerSource,
+      // probes and scrapers are still answered while the gateway sheds connections
+      reservedPaths: new Set(['/health', '/ready', '/metrics']),
+      onShed: (reason) => app.observability.metrics.connectionsShed.inc({ reason }),
+    });
     boundUrl = await listen(server, config.server.port, config.server.host);
   } catch (err) {
     await app.close(0);

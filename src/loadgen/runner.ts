@@ -71,8 +71,8 @@ export interface TargetResult {
   outputTokens: number;
   /** cached / prompt tokens over successful requests (NaN when no prompt tokens were reported). */
   prefixCacheHitRate: number;
-  /** `--trace` with `--oracle-instances`: the offline oracle's hit rate over the same trace (prefix-oracle.ts). */
-  oracleHitRate?: number;
+  /** `--trace` with `--reference-instances`: offline hit rates over the same trace (cache-references.ts). */
+  referenceHitRates?: { infinite: number; pooledLru: number; earliestFinish: number };
   errors: Record<string, number>;
   /** One example message per error kind. */
   errorExamples: Record<string, string>;

@@ -6,7 +6,7 @@ interface Row {
   format: (v: number) => string;
   /** Show a ratio to the first target for this row (comparisons). */
   ratio?: boolean;
-  /** Shown only when some target has a value (trace replay with an oracle). */
+  /** Shown only when some target has a value (trace replay with references). */
   optional?: boolean;
 }
 
@@ -34,7 +34,24 @@ const ROWS: Row[] = [
   { label: 'prompt tok/req', value: (r) => (r.ok ? r.promptTokens / r.ok : NaN), format: fixed(0) },
   { label: 'output tok/req', value: (r) => (r.ok ? r.outputTokens / r.ok : NaN), format: fixed(1) },
   { label: 'prefix-cache hit', value: (r) => r.prefixCacheHitRate, format: pct },
-  { label: 'oracle hit', value: (r) => r.oracleHitRate ?? NaN, format: pct, optional: true },
+  {
+    label: 'ref: infinite cache',
+    value: (r) => r.referenceHitRates?.infinite ?? NaN,
+    format: pct,
+    optional: true,
+  },
+  {
+    label: 'ref: pooled LRU',
+    value: (r) => r.referenceHitRates?.pooledLru ?? NaN,
+    format: pct,
+    optional: true,
+  },
+  {
+    label: 'ref: earliest finish',
+    value: (r) => r.referenceHitRates?.earliestFinish ?? NaN,
+    format: pct,
+    optional: true,
+  },
 ];
 
 function pad(s: string, width: number, left = false): string {

@@ -69,6 +69,8 @@ export class CoordinatorMetrics {
   readonly migrations: Counter<'reason' | 'outcome'>;
   readonly migrationResume: Histogram;
   readonly inFlight: Gauge;
+  /** Client connections shed by the gateway's listener (`ShedReason`, common/server-limits.ts). */
+  readonly connectionsShed: Counter<'reason'>;
 
   /**
    * `registry`: an embedding application's own (its metrics and Motor's on one `/metrics`); Node's
@@ -173,6 +175,12 @@ export class CoordinatorMetrics {
     this.inFlight = new Gauge({
       name: 'motor_requests_in_flight',
       help: 'Client requests being served now',
+      registers,
+    });
+    this.connectionsShed = new Counter({
+      name: 'motor_connections_shed_total',
+      help: 'Client connections shed under a flood: per_source, idle_evicted, cap, reserve_only',
+      labelNames: ['reason'],
       registers,
     });
     new Gauge({

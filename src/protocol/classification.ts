@@ -83,7 +83,7 @@ function classifyKvTransferConfig(
   connectors: ConnectorTable,
 ): ProfileExplanation {
   if (!isPlainRecord(kvTransferConfig)) {
-    return unknown(path, `${path} is missing or not an object`);
+    return unknown(path, `there is no ${path} object, so nothing names the KV connector`);
   }
   const connectorPath = `${path}.${KV_CONNECTOR_KEY}`;
   const connector = normalized(kvTransferConfig[KV_CONNECTOR_KEY]);
@@ -91,11 +91,14 @@ function classifyKvTransferConfig(
   // Kept as written: vLLM finds the connector class by the exact name (vllm-project/vllm
   // vllm/distributed/kv_transfer/kv_connector/factory.py, `KVConnectorFactory._registry` is a dict).
   const named = connector === '' ? {} : { kvConnector: pyStr(kvTransferConfig[KV_CONNECTOR_KEY]) };
+  const shown = pyRepr(pyStr(kvTransferConfig[KV_CONNECTOR_KEY]));
   if (connectors.handoff.has(connector)) {
     return {
       profile: DispatchProfile.HANDOFF,
       decidedBy: connectorPath,
-      reason: `${connector} is a handoff connector${SEED_CONNECTORS.handoff.has(connector) ? '' : SUPERSET_NOTE}`,
+      reason:
+        `${shown} is a handoff connector: the decode reads the KV cache the prefill wrote` +
+        (SEED_CONNECTORS.handoff.has(connector) ? '' : SUPERSET_NOTE),
       ...named,
     };
   }
@@ -103,13 +106,15 @@ function classifyKvTransferConfig(
     return {
       profile: DispatchProfile.TRIGGER,
       decidedBy: connectorPath,
-      reason: `${connector} is a trigger connector`,
+      reason: `${shown} is a trigger connector: the decode's connector starts the prefill`,
       ...named,
     };
   }
-  const shown =
-    connector === '' ? 'no connector' : `connector ${pyRepr(pyStr(kvTransferConfig[KV_CONNECTOR_KEY]))}`;
-  return { ...unknown(connectorPath, `${shown} is not a known P/D connector (fail closed)`), ...named };
+  const reason =
+    connector === ''
+      ? `${path} names no ${KV_CONNECTOR_KEY}, so this engine is never paired (fail closed)`
+      : `${shown} is not a P/D connector Motor knows, so this engine is never paired (fail closed)`;
+  return { ...unknown(connectorPath, reason), ...named };
 }
 
 function classifyMultiConnector(

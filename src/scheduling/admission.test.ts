@@ -276,3 +276,88 @@ describe('AdmissionController body budget (maxInflightBodyBytes)', () => {
     expect(a.inflightBodyBytes).toBe(10);
   });
 });
+
+describe('AdmissionController body reservation and client shares', () => {
+  const budget = (opts: { reservation?: number; share?: number } = {}) =>
+    new AdmissionController({
+      maxConcurrent: 100,
+      maxQueue: 4,
+      maxInflightBodyBytes: 100,
+      bodyReservationBytes: opts.reservation ?? 10,
+      maxClientBodyBytes: opts.share,
+      clock: new ManualClock(),
+    });
+
+  it.each<[string, number, number[], number[]]>([
+    // declared, arrivals → counted after each
+    ['a small body is reserved whole and arrives within it', 8, [5, 3], [8, 8]],
+    ['a large body: what arrived plus a reservation for the rest', 50, [5, 20, 20, 5], [15, 35, 50, 50]],
+    ['a chunked body: what arrived', 0, [5, 20], [5, 25]],
+  ])('%s', async (_name, declared, arrivals, expected) => {
+    const a = budget();
+    const t = ticket(await a.acquire({ bodyBytes: declared, client: 'c' }));
+    const counted = arrivals.map((bytes) => (t.grow(bytes), a.inflightBodyBytes));
+    expect(counted).toEqual(expected);
+    expect(a.clientBodyBytes('c')).toBe(expected.at(-1));
+    t.release();
+    expect([a.inflightBodyBytes, a.clientBodyBytes('c')]).toEqual([0, 0]);
+  });
+
+  it('ten slow uploaders declaring the whole budget hold only their reservations; another is admitted at once', async () => {
+    const a = budget();
+    const slow = await Promise.all(Array.from({ length: 9 }, () => a.acquire({ bodyBytes: 100 })));
+    for (const t of slow) expect(ticket(t).grow(1)).toBe(true);
+    expect(a.inflightBodyBytes).toBe(9 * 11);
+    const other = a.tryAcquire({ bodyBytes: 1 });
+    expect(other).toMatchObject({ admitted: true, queuedMs: 0 });
+  });
+
+  it('a body whose arrival outgrows the budget is refused, counting nothing more', async () => {
+    const a = budget({ reservation: 0 });
+    const t1 = ticket(await a.acquire({ bodyBytes: 80 }));
+    const t2 = ticket(await a.acquire({ bodyBytes: 80 }));
+    expect([t1.grow(80), t2.grow(30)]).toEqual([true, false]);
+    expect(a.inflightBodyBytes).toBe(80);
+    expect(a.rejections.body_budget).toBe(1);
+  });
+
+  it('one client over its share is refused 429 at once, queued or not; others are not', async () => {
+    const a = budget({ share: 25 });
+    const t1 = ticket(await a.acquire({ bodyBytes: 100, client: 'greedy' }));
+    ticket(await a.acquire({ bodyBytes: 100, client: 'greedy' }));
+    expect(a.clientBodyBytes('greedy')).toBe(20);
+    expect(await a.acquire({ bodyBytes: 100, client: 'greedy' })).toMatchObject({
+      admitted: false,
+      reason: 'client_body_share',
+      status: 429,
+    });
+    expect(t1.grow(6)).toBe(false); // 26 > 25: its arrival is refused too
+    expect(a.rejections.client_body_share).toBe(2);
+    expect(await a.acquire({ bodyBytes: 100, client: 'other' })).toMatchObject({ admitted: true });
+    t1.release();
+    expect(a.clientBodyBytes('greedy')).toBe(10);
+  });
+
+  it('a queued request holds its client share until it is granted or refused', async () => {
+    const clock = new ManualClock();
+    const a = new AdmissionController({
+      maxConcurrent: 1,
+      maxQueue: 4,
+      queueTimeoutMs: 100,
+      bodyReservationBytes: 10,
+      maxClientBodyBytes: 20,
+      clock,
+    });
+    const running = ticket(await a.acquire({ bodyBytes: 10, client: 'c' }));
+    const queued = track(a.acquire({ bodyBytes: 10, client: 'c' }));
+    await settle();
+    expect(a.clientBodyBytes('c')).toBe(20);
+    expect(a.tryAcquire({ bodyBytes: 10, client: 'c' })).toMatchObject({ reason: 'client_body_share' });
+    clock.advance(100);
+    await settle();
+    expect(queued.result).toMatchObject({ reason: 'queue_timeout' });
+    expect(a.clientBodyBytes('c')).toBe(10);
+    running.release();
+    expect(a.clientBodyBytes('c')).toBe(0);
+  });
+});

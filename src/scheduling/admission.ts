@@ -12,11 +12,23 @@ export interface AdmissionOptions {
   /** Retry-After suggested for overload rejections (default 1 s). */
   readonly retryAfterSeconds?: number;
   /**
-   * Request-body bytes admitted at once (default `Infinity`): a request's declared body, and an
-   * undeclared (chunked) one as it arrives, are counted until the request ends; one that does not fit
-   * waits in the queue like one without a slot.
+   * Request-body bytes admitted at once (default `Infinity`): what has arrived of each body plus a
+   * reservation for the rest (`bodyReservationBytes`), until the request ends; a request whose
+   * reservation does not fit waits in the queue like one without a slot, and a body whose arrival
+   * outgrows the budget is refused (`AdmissionTicket.grow`).
    */
   readonly maxInflightBodyBytes?: number;
+  /**
+   * Most of a declared body's not-yet-arrived bytes counted ahead of them (default `Infinity`: the
+   * whole declared length at admission). Bounded, so a socket that declares a large body and sends
+   * it slowly holds no more of the budget than it has sent plus this.
+   */
+  readonly bodyReservationBytes?: number;
+  /**
+   * Most body bytes one client (`AdmissionRequest.client`) may hold, queued reservations included
+   * (default `Infinity`), so one client can never take the whole budget; beyond it → 429 at once.
+   */
+  readonly maxClientBodyBytes?: number;
   /** Optional per-API-key token bucket (requests per second). */
   readonly rateLimit?: { readonly ratePerSecond: number; readonly burst?: number; readonly maxKeys?: number };
   readonly clock?: Clock;
@@ -30,10 +42,12 @@ export type AdmissionRejectionReason =
   /** Waited `queueTimeoutMs` without a slot → 503. */
   | 'queue_timeout'
   /**
-   * The request's body cannot fit the body budget: declared larger than all of it, or a chunked body
-   * that outgrew what is left (`AdmissionTicket.grow`) → 503.
+   * The request's body cannot fit the body budget: declared larger than all of it, or a body whose
+   * arrival outgrew what is left (`AdmissionTicket.grow`) → 503.
    */
   | 'body_budget'
+  /** The client already holds its share of the body budget (`maxClientBodyBytes`) → 429. */
+  | 'client_body_share'
   /** The caller's signal aborted while queued (client gone; nothing to render). */
   | 'aborted'
   /** The controller was closed (shutdown) → 503. */
@@ -56,8 +70,13 @@ export interface AdmissionRequest {
    * queue (most are admitted at once, and a signal per request is not free).
    */
   signal?: AbortSignal | (() => AbortSignal);
-  /** The body's declared length, counted against `maxInflightBodyBytes` from admission on (default 0). */
+  /**
+   * The body's declared length (default 0: none, or chunked): up to `bodyReservationBytes` of it is
+   * counted against `maxInflightBodyBytes` from admission on, the rest as it arrives.
+   */
   bodyBytes?: number;
+  /** Whose share of the body budget the body counts against (`maxClientBodyBytes`); none: no share. */
+  client?: string;
 }
 
 /** A granted slot; call `release()` exactly when the request is finished (idempotent). */
@@ -66,8 +85,9 @@ export interface AdmissionTicket {
   /** Time spent queued. */
   readonly queuedMs: number;
   /**
-   * Counts `bytes` more of this request's body (a chunked body, as it arrives); false, counting
-   * nothing, when the budget has no room for them (a `body_budget` rejection: refuse the request).
+   * `bytes` more of this request's body have arrived: counted as far as the reservation made at
+   * admission does not already cover them; false, counting nothing, when the budget or the client's
+   * share has no room for them (a `body_budget` / `client_body_share` rejection: refuse the request).
    */
   grow(bytes: number): boolean;
   release(): void;
@@ -84,6 +104,7 @@ export interface BodyCharge {
 interface Waiter {
   readonly enqueuedMs: number;
   readonly bodyBytes: number;
+  readonly client: string | undefined;
   readonly deadlineMs: number;
   readonly resolve: (result: AdmissionResult) => void;
   readonly signal: AbortSignal | undefined;
@@ -102,6 +123,10 @@ export class AdmissionController {
   private readonly queueTimeoutMs: number;
   private readonly retryAfterSeconds: number;
   private readonly maxBodyBytes: number;
+  private readonly reservationBytes: number;
+  private readonly maxClientBodyBytes: number;
+  /** Body bytes per client (granted and queued), only while non-zero. */
+  private readonly clientBytes = new Map<string, number>();
   private readonly clock: Clock;
   private readonly limiter: TokenBucketLimiter | undefined;
   private readonly queue: Waiter[] = [];
@@ -118,6 +143,7 @@ export class AdmissionController {
     queue_full: 0,
     queue_timeout: 0,
     body_budget: 0,
+    client_body_share: 0,
     aborted: 0,
     closed: 0,
   };
@@ -130,6 +156,10 @@ export class AdmissionController {
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
     this.maxBodyBytes = options.maxInflightBodyBytes ?? Infinity;
     if (!(this.maxBodyBytes >= 1)) throw new RangeError('maxInflightBodyBytes must be >= 1');
+    this.reservationBytes = options.bodyReservationBytes ?? Infinity;
+    if (!(this.reservationBytes >= 0)) throw new RangeError('bodyReservationBytes must be >= 0');
+    this.maxClientBodyBytes = options.maxClientBodyBytes ?? Infinity;
+    if (!(this.maxClientBodyBytes >= 1)) throw new RangeError('maxClientBodyBytes must be >= 1');
     this.clock = options.clock ?? systemClock;
     this.limiter = options.rateLimit
       ? new TokenBucketLimiter({ ...options.rateLimit, clock: this.clock })
@@ -147,6 +177,11 @@ export class AdmissionController {
   /** Request-body bytes counted now (admitted requests' bodies and `charge`s). */
   get inflightBodyBytes(): number {
     return this.bodyBytes;
+  }
+
+  /** Body bytes `client` holds now, its queued reservations included. */
+  clientBodyBytes(client: string): number {
+    return this.clientBytes.get(client) ?? 0;
   }
 
   /**
@@ -203,7 +238,15 @@ export class AdmissionController {
         'body_budget',
         `request body of ${bodyBytes} bytes exceeds the whole in-flight body budget (${this.maxBodyBytes})`,
       );
-    if (this.queued === 0 && this.fits(bodyBytes)) return this.grant(0, bodyBytes);
+    const { client } = options;
+    const reserved = this.reservation(bodyBytes);
+    // Over its share the client is refused, never queued: queued, it would hold the FIFO's head.
+    if (client !== undefined && !this.clientFits(client, reserved))
+      return this.reject(
+        'client_body_share',
+        `this client's request bodies in flight would exceed its share of the body budget (${this.maxClientBodyBytes} bytes)`,
+      );
+    if (this.queued === 0 && this.fits(reserved)) return this.grant(0, bodyBytes, client);
     if (this.queued >= this.maxQueue)
       return this.reject(
         'queue_full',
@@ -217,6 +260,7 @@ export class AdmissionController {
       const waiter: Waiter = {
         enqueuedMs: now,
         bodyBytes,
+        client,
         deadlineMs: now + this.queueTimeoutMs,
         resolve,
         signal,
@@ -227,6 +271,7 @@ export class AdmissionController {
         done: false,
       };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.addClientBytes(client, reserved); // held while queued, so queued requests respect the share
       this.queue.push(waiter);
       this.waiting += 1;
       this.armTimer();
@@ -249,22 +294,59 @@ export class AdmissionController {
     return this.running < this.maxConcurrent && this.bodyBytes + bodyBytes <= this.maxBodyBytes;
   }
 
-  private grant(queuedMs: number, bodyBytes: number): AdmissionTicket {
+  /** What a body declared `declared` bytes long is charged before any of it arrives. */
+  private reservation(declared: number): number {
+    return Math.min(declared, this.reservationBytes);
+  }
+
+  private clientFits(client: string, bytes: number): boolean {
+    return this.clientBodyBytes(client) + bytes <= this.maxClientBodyBytes;
+  }
+
+  private addClientBytes(client: string | undefined, bytes: number): void {
+    if (client === undefined || bytes === 0) return;
+    const held = this.clientBodyBytes(client) + bytes;
+    if (held > 0) this.clientBytes.set(client, held);
+    else this.clientBytes.delete(client);
+  }
+
+  /**
+   * A ticket for a body declared `declared` bytes long (0: none or chunked) whose client's share
+   * already holds its reservation when it was queued (`clientHeld`).
+   */
+  private grant(queuedMs: number, declared: number, client?: string, clientHeld = false): AdmissionTicket {
     this.running += 1;
-    this.bodyBytes += bodyBytes;
-    let counted = bodyBytes;
+    let counted = this.reservation(declared);
+    this.bodyBytes += counted;
+    if (!clientHeld) this.addClientBytes(client, counted);
+    let arrived = 0;
     let released = false;
     return {
       admitted: true,
       queuedMs,
       grow: (bytes) => {
         if (released) return false;
-        if (this.bodyBytes + bytes > this.maxBodyBytes) {
-          this.rejections.body_budget += 1;
-          return false;
+        // arrived plus a reservation for the rest, never more than declared (once declared is exceeded, arrived)
+        const next = arrived + bytes;
+        const charge = Math.max(
+          counted,
+          next + Math.min(Math.max(declared - next, 0), this.reservationBytes),
+        );
+        const more = charge - counted;
+        if (more > 0) {
+          if (this.bodyBytes + more > this.maxBodyBytes) {
+            this.rejections.body_budget += 1;
+            return false;
+          }
+          if (client !== undefined && !this.clientFits(client, more)) {
+            this.rejections.client_body_share += 1;
+            return false;
+          }
+          this.bodyBytes += more;
+          this.addClientBytes(client, more);
+          counted = charge;
         }
-        this.bodyBytes += bytes;
-        counted += bytes;
+        arrived = next;
         return true;
       },
       release: () => {
@@ -272,6 +354,7 @@ export class AdmissionController {
         released = true;
         this.running -= 1;
         this.bodyBytes -= counted;
+        this.addClientBytes(client, -counted);
         this.drain();
       },
     };
@@ -286,7 +369,7 @@ export class AdmissionController {
     return {
       admitted: false,
       reason,
-      status: reason === 'rate_limited' ? 429 : 503,
+      status: reason === 'rate_limited' || reason === 'client_body_share' ? 429 : 503,
       retryAfterSeconds: Math.max(1, retryAfterSeconds ?? this.retryAfterSeconds),
       message,
     };
@@ -296,6 +379,7 @@ export class AdmissionController {
     if (waiter.done) return;
     waiter.done = true;
     this.waiting -= 1;
+    if (!result.admitted) this.addClientBytes(waiter.client, -this.reservation(waiter.bodyBytes));
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
     waiter.resolve(result);
   }
@@ -303,9 +387,10 @@ export class AdmissionController {
   /** Hands free slots to queued waiters in FIFO order. */
   private drain(): void {
     this.compact();
-    while (this.queued > 0 && this.fits(this.queue[this.queueHead]!.bodyBytes)) {
+    while (this.queued > 0 && this.fits(this.reservation(this.queue[this.queueHead]!.bodyBytes))) {
       const waiter = this.queue[this.queueHead++]!;
-      this.settle(waiter, this.grant(this.clock.now() - waiter.enqueuedMs, waiter.bodyBytes));
+      const queuedMs = this.clock.now() - waiter.enqueuedMs;
+      this.settle(waiter, this.grant(queuedMs, waiter.bodyBytes, waiter.client, true));
       this.compact();
     }
     this.armTimer();

@@ -22,6 +22,7 @@ export {
 } from './config.js';
 export {
   LoadTracker,
+  pendingPrefillTokens,
   type LoadHandle,
   type InstanceLoad,
   type BeginOptions,
@@ -44,7 +45,7 @@ export {
 } from './admission.js';
 export { TokenBucketLimiter, type TokenBucketOptions, type TakeResult } from './token-bucket-limiter.js';
 export { seededRandom, type RandomSource } from './seeded-random.js';
-export { PrefixIndex, type PrefixIndexOptions } from './prefix-index.js';
+export { PrefixIndex, type IndexSnapshot, type PrefixIndexOptions } from './prefix-index.js';
 export { tokenBlockHashes, textBlockHashes, DEFAULT_BLOCK_SIZE, CHARS_PER_TOKEN } from './prefix-hash.js';
 export {
   schedulingPlugins,

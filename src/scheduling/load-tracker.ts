@@ -39,6 +39,11 @@ interface MutableLoad {
   pendingPrefillTokens: number;
 }
 
+/** Prompt tokens a leg must still compute itself: its prompt less what the decision expects cached. */
+export function pendingPrefillTokens(options: BeginOptions): number {
+  return Math.max(0, Math.max(0, options.promptTokens) - Math.max(0, options.cachedPromptTokens ?? 0));
+}
+
 const IDLE: InstanceLoad = Object.freeze({ inflightRequests: 0, inflightTokens: 0, pendingPrefillTokens: 0 });
 
 /**
@@ -62,7 +67,7 @@ export class LoadTracker {
 
   begin(instanceId: string, options: BeginOptions): LoadHandle {
     const tokens = Math.max(0, options.promptTokens);
-    const pending = Math.max(0, tokens - Math.max(0, options.cachedPromptTokens ?? 0));
+    const pending = pendingPrefillTokens(options);
     let load = this.loads.get(instanceId);
     if (!load) {
       load = { inflightRequests: 0, inflightTokens: 0, pendingPrefillTokens: 0 };

@@ -3,6 +3,7 @@ import type { CircuitBreakers } from './circuit-breaker.js';
 import type { Clock } from '../common/clock.js';
 import type { EngineMetricsStore } from './engine-metrics.js';
 import type { LoadTracker } from './load-tracker.js';
+import type { PrefixIndex } from './prefix-index.js';
 import type { RandomSource } from './seeded-random.js';
 import type { InstanceRole, SchedulableInstance, SchedulingRequest } from './types.js';
 
@@ -27,6 +28,11 @@ export interface SchedulingServices {
   readonly clock: Clock;
   /** Seeded source for plugins without their own seed. */
   readonly random: RandomSource;
+  /**
+   * Makes a stateful scorer's routed-history index. Replicas that share routing state give one that
+   * publishes each record; called in the same order on every replica built from the same config.
+   */
+  readonly newPrefixIndex?: (capacityBlocks: number) => PrefixIndex;
 }
 
 /** Drops candidates that must not be picked. Must return a subset of `candidates` (order kept). */

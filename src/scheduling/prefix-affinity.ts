@@ -63,10 +63,11 @@ export type PrefixAffinityParams = z.output<typeof prefixAffinityParams>;
  */
 export function createAffinityScorer(
   params: PrefixAffinityParams,
-  { loadTracker }: SchedulingServices,
+  { loadTracker, newPrefixIndex }: SchedulingServices,
   precise: boolean,
 ): Scorer {
-  const index = new PrefixIndex({ capacityBlocks: params.capacityBlocks });
+  const index =
+    newPrefixIndex?.(params.capacityBlocks) ?? new PrefixIndex({ capacityBlocks: params.capacityBlocks });
   const bs = params.blockSize;
   return {
     score: (ctx, candidates, out) => {

@@ -88,6 +88,28 @@ describe('PrefixIndex', () => {
     expect(idx.match([]).size).toBe(0);
   });
 
+  it('a snapshot restored elsewhere matches and evicts as the original does', () => {
+    const a = new PrefixIndex({ capacityBlocks: 8 });
+    a.record('p', chain(1, 5));
+    a.record('p', chain(2, 3));
+    a.record('q', chain(1, 2));
+    const b = new PrefixIndex({ capacityBlocks: 8 });
+    for (const entry of a.snapshot()) b.restore(entry);
+    for (const probe of [chain(1, 5), chain(2, 3), chain(1, 2), chain(3, 1)])
+      expect(b.match(probe)).toEqual(a.match(probe));
+    // the same next record evicts the same blocks on both (the LRU order came across)
+    a.record('p', chain(4, 3));
+    b.record('p', chain(4, 3));
+    for (const probe of [chain(1, 5), chain(2, 3), chain(4, 3)])
+      expect(b.match(probe)).toEqual(a.match(probe));
+    // a bounded snapshot keeps the newest blocks
+    expect(a.snapshot(3).find((e) => e.instance === 'p')).toEqual({
+      instance: 'p',
+      hashes: chain(4, 3).reverse(),
+      heads: [2],
+    });
+  });
+
   it('evicts least recently used blocks, the tail of a prompt before its head', () => {
     const idx = new PrefixIndex({ capacityBlocks: 6 });
     idx.record('a', chain(1, 4));

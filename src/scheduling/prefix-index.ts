@@ -3,6 +3,14 @@ export interface PrefixIndexOptions {
   readonly capacityBlocks?: number;
 }
 
+/** One instance's blocks as {@link PrefixIndex.snapshot} gives them: oldest → newest, and which start a prompt. */
+export interface IndexSnapshot {
+  readonly instance: string;
+  readonly hashes: readonly number[];
+  /** Positions in `hashes` of prompt heads (block 0 of some prompt). */
+  readonly heads: readonly number[];
+}
+
 /** LRU node; `prev` is more recent, `next` is older. */
 interface Node {
   readonly hash: number;
@@ -76,6 +84,11 @@ export class PrefixIndex {
     return this.instances.get(instanceId)?.nodes.size ?? 0;
   }
 
+  /** Instances with blocks remembered. */
+  get instanceCount(): number {
+    return this.instances.size;
+  }
+
   /** Number of distinct first blocks (prompt heads) remembered across instances. */
   get distinctHeads(): number {
     return this.heads.size;
@@ -134,12 +147,64 @@ export class PrefixIndex {
       head.head = true;
       this.addHead(hashes[0]!, instanceId);
     }
+    this.evict(instanceId, blocks);
+  }
+
+  private evict(instanceId: string, blocks: InstanceBlocks): void {
     while (blocks.nodes.size > this.capacityBlocks) {
       const oldest = blocks.oldest!;
       blocks.unlink(oldest);
       blocks.nodes.delete(oldest.hash);
       if (oldest.head) this.removeHead(oldest.hash, instanceId);
     }
+  }
+
+  /**
+   * What the index holds, per instance, oldest → newest (at most `maxBlocksPerInstance`, the newest
+   * kept), with the positions of prompt heads: what {@link restore} rebuilds another replica's copy from.
+   */
+  snapshot(maxBlocksPerInstance = this.capacityBlocks): IndexSnapshot[] {
+    const out: IndexSnapshot[] = [];
+    for (const [instance, blocks] of this.instances) {
+      const hashes: number[] = [];
+      const heads: number[] = [];
+      for (let n = blocks.newest; n !== undefined && hashes.length < maxBlocksPerInstance; n = n.next) {
+        if (n.head) heads.push(hashes.length);
+        hashes.push(n.hash);
+      }
+      hashes.reverse();
+      for (let i = 0; i < heads.length; i++) heads[i] = hashes.length - 1 - heads[i]!;
+      out.push({ instance, hashes, heads });
+    }
+    return out;
+  }
+
+  /**
+   * Merges a {@link snapshot} entry: its blocks become this instance's newest, in their order, heads
+   * marked, the least recently used evicted beyond capacity.
+   */
+  restore({ instance, hashes, heads }: IndexSnapshot): void {
+    if (hashes.length === 0) return;
+    let blocks = this.instances.get(instance);
+    if (!blocks) {
+      blocks = new InstanceBlocks();
+      this.instances.set(instance, blocks);
+    }
+    const isHead = new Set(heads);
+    for (let i = 0; i < hashes.length; i++) {
+      const hash = hashes[i]!;
+      let node = blocks.nodes.get(hash);
+      if (node === undefined) {
+        node = { hash, head: false, prev: undefined, next: undefined };
+        blocks.nodes.set(hash, node);
+        blocks.pushNewest(node);
+      } else blocks.touch(node);
+      if (isHead.has(i) && !node.head) {
+        node.head = true;
+        this.addHead(hash, instance);
+      }
+    }
+    this.evict(instance, blocks);
   }
 
   /** Drops everything remembered for an instance (deregistered, or its cache was reset). */

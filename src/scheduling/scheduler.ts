@@ -34,6 +34,8 @@ export interface SchedulerOptions {
   readonly onMetricsFallback?: (instanceId: string, why: 'missing' | 'stale') => void;
   /** Plugin types the config may name; default the built-ins. */
   readonly plugins?: PluginCatalog;
+  /** Makes the routed-history index of each cache-aware scorer (shared between replicas); default a local one. */
+  readonly newPrefixIndex?: SchedulingServices['newPrefixIndex'];
 }
 
 /** Counters for metrics. */
@@ -186,6 +188,7 @@ export class Scheduler {
       breakers: this.breakers,
       clock: this.clock,
       random: this.random,
+      ...(options.newPrefixIndex && { newPrefixIndex: options.newPrefixIndex }),
     };
     const profileOptions = { circuitBreaker: cb.enabled, plugins: options.plugins };
     this.profiles = {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../common/logger.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
@@ -136,6 +136,30 @@ function postBody(
   });
 }
 
+/**
+ * A raw POST declaring `declared` body bytes that sends its headers and the body's first 100 bytes,
+ * then nothing; `answer` is everything the server sent until it closed.
+ */
+function slowUpload(
+  url: string,
+  declared: number,
+  apiKey?: string,
+): { socket: Socket; answer: Promise<string> } {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  const auth = apiKey === undefined ? '' : `Authorization: Bearer ${apiKey}\r\n`;
+  socket.write(
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\n` +
+      `Content-Length: ${declared}\r\n\r\n` +
+      chatOfBytes(declared).subarray(0, 100).toString(),
+  );
+  let data = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (c: string) => (data += c));
+  socket.on('error', () => {});
+  return { socket, answer: new Promise((resolve) => socket.on('close', () => resolve(data))) };
+}
+
 /** A chat body of exactly `bytes` bytes (one long user message). */
 function chatOfBytes(bytes: number): Buffer {
   const head = '{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"';
@@ -165,10 +189,13 @@ function settled<T>(answers: Array<Promise<T>>, n: number): Promise<void> {
 
 const code = (a: Answer): unknown => (JSON.parse(a.body) as { error: { code: unknown } }).error.code;
 
+/** 4 MiB bodies reserved whole at admission, one client may use all of the budget: the queueing cases. */
+const WHOLE_DECLARED = { maxBodyBytes: 4 * MiB, bodyReservationBytes: 4 * MiB, clientBodyShare: 1 };
+
 describe('admission before the body is read (server.maxInflightBodyBytes)', { timeout: 60_000 }, () => {
   it('50 concurrent 4 MiB bodies: never more than the budget counted at once, all served in turn', async () => {
     const { coordinator, engine } = await fleet(
-      { maxBodyBytes: 4 * MiB, maxInflightBodyBytes: 16 * MiB },
+      { ...WHOLE_DECLARED, maxInflightBodyBytes: 16 * MiB },
       { maxQueue: 100 },
     );
     const body = chatOfBytes(4 * MiB);
@@ -190,7 +217,7 @@ describe('admission before the body is read (server.maxInflightBodyBytes)', { ti
 
   it('with no queue, the bodies that do not fit are refused 503 before they are read', async () => {
     const { coordinator, engine } = await fleet(
-      { maxBodyBytes: 4 * MiB, maxInflightBodyBytes: 16 * MiB },
+      { ...WHOLE_DECLARED, maxInflightBodyBytes: 16 * MiB },
       { maxQueue: 0 },
     );
     const body = chatOfBytes(4 * MiB);
@@ -212,7 +239,7 @@ describe('admission before the body is read (server.maxInflightBodyBytes)', { ti
   });
 
   it('a chunked body is counted as it arrives: one outgrowing the budget is refused 503', async () => {
-    const { coordinator, engine } = await fleet({ maxBodyBytes: 4 * MiB, maxInflightBodyBytes: 6 * MiB });
+    const { coordinator, engine } = await fleet({ ...WHOLE_DECLARED, maxInflightBodyBytes: 6 * MiB });
     const first = postBody(coordinator.url, '/v1/chat/completions', chatOfBytes(4 * MiB), 8);
     await engine.held(1);
     expect(coordinator.scheduling.admission.inflightBodyBytes).toBe(4 * MiB);
@@ -224,6 +251,83 @@ describe('admission before the body is read (server.maxInflightBodyBytes)', { ti
     engine.open();
     expect((await first).status).toBe(200);
     expect(coordinator.scheduling.admission.inflightBodyBytes).toBe(0);
+  });
+
+  it('40 slow uploaders declaring 4 MiB each hold what they sent plus a reservation: another client is admitted at once', async () => {
+    const { coordinator, engine } = await fleet({
+      maxBodyBytes: 4 * MiB,
+      maxInflightBodyBytes: 16 * MiB,
+      apiKeys: ['slow', 'other'],
+      minUploadBytesPerSecond: 0, // the reservation alone is under test
+    });
+    engine.open();
+    const admission = coordinator.scheduling.admission;
+    const slow = Array.from({ length: 40 }, () => slowUpload(coordinator.url, 4 * MiB, 'slow'));
+    await vi.waitFor(() => expect(admission.inFlight).toBe(40), { timeout: 30_000 }); // no event: polled
+    expect(admission.inflightBodyBytes).toBeLessThanOrEqual(40 * (64 * 1024 + 100));
+    const other = await postBody(
+      coordinator.url,
+      '/v1/chat/completions',
+      chatOfBytes(4 * MiB),
+      undefined,
+      'other',
+    );
+    expect(other.status, other.body).toBe(200);
+    expect(engine.countedAtCall).toHaveLength(1);
+    expect(admission.rejections.queue_timeout).toBe(0);
+    for (const s of slow) s.socket.destroy();
+  });
+
+  it('one client cannot take more than its share of the budget: 429, the others are served', async () => {
+    const { coordinator, engine } = await fleet({
+      maxBodyBytes: 4 * MiB,
+      maxInflightBodyBytes: 16 * MiB,
+      bodyReservationBytes: 4 * MiB,
+      apiKeys: ['greedy', 'other'],
+      minUploadBytesPerSecond: 0,
+    });
+    engine.open();
+    const admission = coordinator.scheduling.admission;
+    const held = slowUpload(coordinator.url, 4 * MiB, 'greedy'); // the whole 4 MiB share (0.25 × 16 MiB)
+    await vi.waitFor(() => expect(admission.inFlight).toBe(1), { timeout: 30_000 }); // no event: polled
+    const refused = await postBody(
+      coordinator.url,
+      '/v1/chat/completions',
+      chatOfBytes(1024),
+      undefined,
+      'greedy',
+    );
+    expect(refused.status, refused.body).toBe(429);
+    expect(code(refused)).toBe('rate_limited');
+    expect(refused.headers['retry-after']).toBe('1');
+    const other = await postBody(
+      coordinator.url,
+      '/v1/chat/completions',
+      chatOfBytes(4 * MiB),
+      undefined,
+      'other',
+    );
+    expect(other.status, other.body).toBe(200);
+    expect(admission.rejections.client_body_share).toBe(1);
+    held.socket.destroy();
+  });
+
+  it('an upload slower than server.minUploadBytesPerSecond is cut 408, counted, its budget returned at once', async () => {
+    const { coordinator } = await fleet({
+      maxBodyBytes: 4 * MiB,
+      minUploadBytesPerSecond: 1024,
+      uploadRateWindowMs: 200,
+    });
+    const admission = coordinator.scheduling.admission;
+    const slow = slowUpload(coordinator.url, 4 * MiB);
+    const answer = await slow.answer; // its first bytes are all it ever sends
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(answer).toContain('"code":"upload_too_slow"');
+    expect(answer.toLowerCase()).toContain('connection: close');
+    expect(admission.inflightBodyBytes).toBe(0);
+    expect(admission.inFlight).toBe(0);
+    const metrics = await coordinator.observability.metrics.registry.metrics();
+    expect(metrics).toMatch(/motor_requests_total\{[^}]*outcome="upload_too_slow"[^}]*\} 1/);
   });
 
   it('refuses a body with 259k keys 413 before it is parsed (server.maxJsonKeys)', async () => {

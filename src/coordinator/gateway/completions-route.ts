@@ -9,6 +9,7 @@ import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js
 import type { GatewayDeps } from './gateway.js';
 import { bodyRefusal, readJsonBody } from './json-body.js';
 import { applyCacheSalt, type TenantSalter } from './tenant-salt.js';
+import type { ClientIdentity } from './client-identity.js';
 import { renderError } from '../../common/http-error.js';
 import { validateClientRequest, type ApiKind } from './request-validation.js';
 
@@ -35,7 +36,7 @@ export function refuser(deps: Pick<GatewayDeps, 'observer'>): Refuse {
  */
 export function completionsRoute(
   deps: GatewayDeps,
-  { apiKeys, salter }: { apiKeys: ApiKeys; salter: TenantSalter },
+  { apiKeys, salter, client }: { apiKeys: ApiKeys; salter: TenantSalter; client: ClientIdentity },
   bodies: BodyReader,
   refuse: Refuse,
 ) {
@@ -45,8 +46,8 @@ export function completionsRoute(
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = bearerToken(req);
     if (!apiKeys.allows(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
-    // Admission before the body is read: a declared length is counted against the body budget (a
-    // chunked body as it arrives), so bodies wait in the queue, not in memory. 429 (rate limit) / 503
+    // Admission before the body is read: a bounded part of a declared length is counted against the
+    // body budget, the rest as it arrives, within the client's share. 429 (rate limit, share) / 503
     // (full) with Retry-After. The request's one cancellation covers the wait in the queue too (a
     // signal is made only if it queues).
     const oversize = bodies.declaredTooLarge(req);
@@ -59,6 +60,7 @@ export function completionsRoute(
       apiKey,
       signal: () => cancellation.signal(),
       bodyBytes: declaredBodyBytes(req) ?? 0,
+      client: client(req, apiKey),
     });
     const ticket = admitted instanceof Promise ? await admitted : admitted;
     if (!ticket.admitted) {

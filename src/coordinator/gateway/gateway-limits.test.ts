@@ -49,17 +49,19 @@ describe('coordinator listener limits (server.*)', () => {
     expect(sseEvents(res.text).at(-1)).toBe('[DONE]');
   });
 
-  it('refuses the (cap+1)th connection with 503 while /health on a kept-alive connection still works', async () => {
+  it('at the cap closes a connection that sent nothing to let a new one in; a kept-alive /health still works', async () => {
     const url = await coordinator({ maxConnections: 2 });
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     closers.push(async () => agent.destroy());
     expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: false });
     const second = rawSocket(url);
     closers.push(async () => second.destroy());
-    const refused = await rawSocket(url, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n').closed;
-    expect(refused.data).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
-    expect(refused.data).toContain('too many open connections (limit 2)');
+    const third = rawSocket(url, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect((await second.closed).data).toBe(''); // before: it held its slot for headersTimeoutMs
+    expect((await third.closed).data).toMatch(/^HTTP\/1\.1 200 /);
     expect(await getOver(agent, url, '/health')).toMatchObject({ status: 200, reused: true });
+    const metrics = await getOver(agent, url, '/metrics');
+    expect(metrics.body).toMatch(/motor_connections_shed_total\{reason="idle_evicted"\} 1/);
   });
 
   it('refuses a header timeout above the request timeout, naming both keys', () => {

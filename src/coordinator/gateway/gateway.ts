@@ -14,7 +14,8 @@ import type { SchedulingAdapter } from '../scheduling-bridge/scheduling-adapter.
 import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
 import { completionsRoute, refuser } from './completions-route.js';
 import { tenantSalter } from './tenant-salt.js';
-import { tenantSaltSecret } from '../../config/server-section.js';
+import { minUploadRate, tenantSaltSecret } from '../../config/server-section.js';
+import { clientIdentity } from './client-identity.js';
 import { GATEWAY_BODY_ERRORS } from './json-body.js';
 import { metaserverRoute } from './metaserver-route.js';
 import { readinessReport } from './readiness.js';
@@ -55,7 +56,10 @@ export function createGatewayListener(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const apiKeys = new ApiKeys(deps.config.server.apiKeys);
   const { maxBodyBytes, maxJsonKeys } = deps.config.server;
-  const bodies = new BodyReader({ maxBytes: maxBodyBytes, maxKeys: maxJsonKeys }, GATEWAY_BODY_ERRORS);
+  const bodies = new BodyReader(
+    { maxBytes: maxBodyBytes, maxKeys: maxJsonKeys, minUploadRate: minUploadRate(deps.config.server) },
+    GATEWAY_BODY_ERRORS,
+  );
   const refuse = refuser(deps);
   const salter = tenantSalter({
     isolation: deps.config.server.tenantIsolation,
@@ -72,7 +76,8 @@ export function createGatewayListener(
       new MotorError('model_not_found', `The model '${id}' does not exist`, { param: 'model' }),
     );
   };
-  const completions = completionsRoute(deps, { apiKeys, salter }, bodies, refuse);
+  const client = clientIdentity(deps.config.server);
+  const completions = completionsRoute(deps, { apiKeys, salter, client }, bodies, refuse);
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
     .add('GET', '/ready', (_req, res) => {

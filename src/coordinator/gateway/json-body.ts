@@ -23,10 +23,16 @@ export const GATEWAY_BODY_ERRORS = frameErrors({
     new HttpError(413, `request body has more than ${limit} JSON keys (server.maxJsonKeys)`, {
       code: 'body_too_large',
     }),
+  uploadTooSlow: (rate) =>
+    new HttpError(
+      408,
+      `request body arrived slower than ${rate.bytesPerSecond} bytes/s over ${rate.windowMs} ms (server.minUploadBytesPerSecond)`,
+      { code: 'upload_too_slow', headers: { connection: 'close' } },
+    ),
   overBodyBudget: () =>
     new HttpError(
       503,
-      'server overloaded: request bodies in flight fill server.maxInflightBodyBytes; retry later',
+      'server overloaded: request bodies in flight fill server.maxInflightBodyBytes (or this client’s share, server.clientBodyShare); retry later',
       { code: 'overloaded', headers: { connection: 'close', 'retry-after': '1' } },
     ),
 });
@@ -42,8 +48,8 @@ export function bodyRefusal(err: ThrowableHttpError): BodyRefusal {
 
 /**
  * The parsed body, or the refusal to answer with as a `MotorError` (413 with `connection: close`,
- * 413 for too many keys, 400 for invalid or too deeply nested JSON, 503 when a chunked body outgrows
- * `allowance`), so routes count it like their other refusals. A client gone mid-body throws
+ * 413 for too many keys, 400 for invalid or too deeply nested JSON, 503 when a body outgrows
+ * `allowance` while arriving, 408 when it arrives too slowly), so routes count it like their other refusals. A client gone mid-body throws
  * `ClientGoneError`: the HTTP frame destroys the response. The body's bytes are kept as its
  * `JsonSource` (json-splice.ts): legs copy them instead of serialising the body again.
  */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyReader, declaredBodyBytes, type BodyAllowance } from '../../common/body-reader.js';
+import { BodyReader, type BodyAllowance } from '../../common/body-reader.js';
 import { sendJson } from '../../common/http.js';
 import type { RouteParams } from '../../common/route-table.js';
 import { engineRequestIdCandidates, parseMetaserverKvFields } from '../../engine-adapters/index.js';
@@ -38,9 +38,8 @@ export function metaserverRoute(deps: Pick<GatewayDeps, 'triggers' | 'scheduling
     const key = triggerKey(params.token);
     const entry = key === null ? undefined : triggers.take(key);
     if (entry === undefined) return renderError(res, NO_SUCH_TRIGGER, CLOSE);
-    // A valid call's body counts against admission's body budget until the call is answered.
-    const declared = declaredBodyBytes(req) ?? 0;
-    const charge = scheduling.admission.charge(declared <= METASERVER_MAX_BODY_BYTES ? declared : 0);
+    // A valid call's body counts against admission's body budget, as it arrives, until the call is answered.
+    const charge = scheduling.admission.charge(0);
     try {
       await serve(req, res, entry, charge);
     } finally {

@@ -3,6 +3,7 @@ import type { CoordinatorSchedulingConfig } from '../../config/scheduling-sectio
 import {
   AdmissionController,
   Scheduler,
+  type AdmissionOptions,
   type InstanceRole,
   type LoadHandle,
   type RequestOutcome,
@@ -137,8 +138,11 @@ export class SchedulingAdapter {
       source: InstanceSource;
       upstreams: Upstreams;
       log: Logger;
-      /** Admission's request-body byte budget (`server.maxInflightBodyBytes`; default none). */
-      maxInflightBodyBytes?: number;
+      /** Admission's request-body byte budget (`server.maxInflightBodyBytes` and its shares; default none). */
+      bodyBudget?: Pick<
+        AdmissionOptions,
+        'maxInflightBodyBytes' | 'bodyReservationBytes' | 'maxClientBodyBytes'
+      >;
     },
   ) {
     const { log } = deps;
@@ -151,7 +155,7 @@ export class SchedulingAdapter {
     this.explainer = routeExplainer(this.scheduler, (instance) => this.view(instance));
     this.admission = new AdmissionController({
       ...this.scheduler.config.admission,
-      maxInflightBodyBytes: deps.maxInflightBodyBytes,
+      ...deps.bodyBudget,
     });
     this.scraper = config.scrape.enabled
       ? new EngineMetricsScraper({
