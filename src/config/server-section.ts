@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_SERVER_LIMITS as D, serverLimitsProblem } from '../common/server-limits.js';
+import { corsSectionSchema } from './cors-section.js';
 
 /** The coordinator's `server` section: the OpenAI-compatible listener, its keys and its connection limits. */
 
@@ -156,6 +157,7 @@ export const serverSectionSchema = z
         'open connections one remote address may hold (0 = no limit); more → raw 503, counted. Behind a ' +
           'load balancer every client shares its address: raise it or set 0',
       ),
+    cors: corsSectionSchema,
   })
   .superRefine((server, ctx) => {
     const problem = serverLimitsProblem(server);

@@ -39,6 +39,7 @@ import {
 } from '../apis/openai-responses/adapter.js';
 import { responsesStoreRoutes } from './responses-routes.js';
 import type { PromptTokenCounter } from '../apis/prompt-token-count.js';
+import { corsHandler } from './cors.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
 export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';
@@ -86,6 +87,17 @@ export function createGatewayListener(
     isolation: deps.config.server.tenantIsolation,
     secret: tenantSaltSecret(deps.config.server, deps.env ?? process.env).secret,
   });
+  /** `GET /v1/models/{id}` (the `openai` SDK's `models.retrieve`): one model's entry, or OpenAI's 404. */
+  const retrieveModel = (req: IncomingMessage, res: ServerResponse, id: string): void => {
+    if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
+    const model = modelEntries(deps.source).find((m) => m.id === id);
+    if (model !== undefined) return sendJson(res, 200, model);
+    // OpenAI's wording and code for an unknown model (its API reference, "Retrieve model").
+    renderError(
+      res,
+      new MotorError('model_not_found', `The model '${id}' does not exist`, { param: 'model' }),
+    );
+  };
   const client = clientIdentity(deps.config.server);
   const completions = completionsRoute(deps, { apiKeys, salter, client }, bodies, refuse);
   const messages: ApiRoute = {
@@ -115,6 +127,7 @@ export function createGatewayListener(
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
       sendJson(res, 200, modelList(deps.source));
     })
+    .add('GET', `${MODELS_PREFIX}:id`, (req, res, params) => retrieveModel(req, res, params.id ?? ''))
     .add('POST', `${METASERVER_ROUTE_PREFIX}:token`, metaserverRoute(deps))
     .add('POST', MESSAGES_PATH, (req, res) => completions(req, res, MESSAGES_PATH, 'chat', messages))
     .add('POST', COUNT_TOKENS_PATH, countTokensRoute(deps, apiKeys, bodies, messages.refuse))
@@ -126,38 +139,70 @@ export function createGatewayListener(
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }
 
-  /** Not in the table: an API path with the wrong method (counted), observability, else 404 (no 405). */
+  /**
+   * Not in the table: a routed path with the wrong method is 405 with its `Allow` (RFC 9110 §15.5.6
+   * requires the header; an API path's refusal is counted), then observability, else 404.
+   */
   const noRoute: NoRouteHandler = (req, res, method, path) => {
-    if (
-      API_ROUTES[path] !== undefined ||
-      path === MESSAGES_PATH ||
-      path === COUNT_TOKENS_PATH ||
-      path === RESPONSES_PATH
-    ) {
-      return refuse(res, path, new MotorError('method_not_allowed', `use POST for ${path}`));
+    const match = routes.match(method, path);
+    if (match.kind === 'method_not_allowed') {
+      const err = new MotorError('method_not_allowed', `use ${match.allow} for ${path}`);
+      const allow = { allow: match.allow };
+      return API_ROUTES[path] !== undefined ||
+        path === MESSAGES_PATH ||
+        path === COUNT_TOKENS_PATH ||
+        path === RESPONSES_PATH
+        ? refuse(res, path, err, allow)
+        : renderError(res, err, allow);
     }
+    // Hugging Face ids hold a '/': a client that does not percent-encode it sends two segments.
+    if (method === 'GET' && path.startsWith(MODELS_PREFIX) && path.length > MODELS_PREFIX.length)
+      return retrieveModel(req, res, safeDecode(path.slice(MODELS_PREFIX.length)));
     if (deps.extraRoutes?.(req, res, method, path)) return;
     if (path === DOCTOR_PATH)
       return renderError(res, new MotorError('not_found', doctorHint(deps.config.management)));
     renderError(res, new MotorError('not_found', `no route for ${method} ${path}`));
   };
 
-  return httpFrame({
+  const frame = httpFrame({
     routes,
     noRoute,
     renderable: (err) => (err instanceof MotorError ? err : undefined),
     logger: deps.log,
     failureLog: 'unhandled gateway error',
   });
+  const cors = corsHandler(deps.config.server.cors);
+  if (cors === undefined) return frame;
+  return (req, res) => {
+    if (!cors(req, res)) frame(req, res);
+  };
+}
+
+const MODELS_PREFIX = '/v1/models/';
+
+interface ModelEntry {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
 }
 
 /** Configured models win per instance; else what its engine listed at discovery (no per-request fan-out). */
-function modelList(source: InstanceSource): unknown {
+function modelEntries(source: InstanceSource): ModelEntry[] {
   const names = new Set<string>();
   for (const i of source.all()) for (const m of servedModels(i)) names.add(m);
   const created = Math.floor(Date.now() / 1000);
-  return {
-    object: 'list',
-    data: [...names].sort().map((id) => ({ id, object: 'model', created, owned_by: 'motor' })),
-  };
+  return [...names].sort().map((id) => ({ id, object: 'model', created, owned_by: 'motor' }));
+}
+
+function modelList(source: InstanceSource): unknown {
+  return { object: 'list', data: modelEntries(source) };
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
