@@ -207,7 +207,7 @@ describe('motor doctor (simulator publishing vLLM block hashes)', () => {
 
   it('the CLI says in one line when the coordinator cannot be reached', async () => {
     const run = await cli('--coordinator', 'http://127.0.0.1:1');
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(3); // EXIT_UNAVAILABLE: the coordinator is needed and cannot be reached
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toMatch(/^motor doctor: http:\/\/127\.0\.0\.1:1\/v1\/doctor: /);
   });
