@@ -32,7 +32,7 @@ it('motor up starts a P/D cluster, serves the openai client, and stops every pro
     expect(doctor.code).toBe(0);
     // pointed at the client port, it is told where the doctor lives
     const wrong = await motorCli('doctor', '--coordinator', baseUrl.replace(/\/v1$/, ''));
-    expect(wrong.code).toBe(2);
+    expect(wrong.code).toBe(3); // EXIT_UNAVAILABLE: no doctor at that URL
     expect(wrong.stderr).toMatch(
       /answered 404: this is the client port; the doctor report is GET \/v1\/doctor on the management API/,
     );

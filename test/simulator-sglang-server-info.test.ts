@@ -38,6 +38,7 @@ describe('SGLang GET /server_info round-trips through the coordinator’s parser
         bootstrapPort: role === 'prefill' ? sim.bootstrapPort : null,
         model: 'qwen',
         version: SIM_SGLANG_VERSION,
+        rustFrontend: false,
       });
     }
   });
