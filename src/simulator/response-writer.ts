@@ -215,13 +215,24 @@ function abortedChoice(): ChoiceOutput {
   };
 }
 
-/** Die-after-N fault: wait until what the client should have seen left the socket, then throw DiedError. */
+/**
+ * Die-after-N fault: wait until what the client should have seen left the socket, then throw
+ * DiedError (the caller destroys the socket). Checking the socket's own buffer is not enough: Node 24
+ * corks the response itself on a write and holds the tick's chunks in the response until it is
+ * uncorked (Node 20 and 22 cork the socket instead), and destroying the response drops them, headers
+ * included. So the response is uncorked fully, then an empty write goes behind everything written:
+ * its callback runs once the socket has handed all of it to the kernel. A destroyed socket never
+ * calls it back, hence 'close' too.
+ */
 async function dieAfterFlush(res: ServerResponse, stream: boolean): Promise<never> {
-  const socket = res.socket;
-  if (stream && socket && socket.writableLength > 0) {
+  if (stream && !res.destroyed) {
+    while (res.writableCorked > 0) res.uncork();
     await new Promise<void>((resolve) => {
-      socket.once('drain', resolve);
-      socket.once('close', resolve);
+      res.once('close', resolve);
+      res.write('', () => {
+        res.off('close', resolve);
+        resolve();
+      });
     });
   }
   throw new DiedError();
