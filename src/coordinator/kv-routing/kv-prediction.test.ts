@@ -3,7 +3,7 @@ import { createLogger } from '../../common/logger.js';
 import { BlockIndex } from '../../kv-events/block-index.js';
 import type { KvEventsHub } from '../../kv-events/kv-events-hub.js';
 import type { KvSubscriberStatus } from '../../kv-events/kv-event-subscriber.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
 import { KvPredictor } from './kv-prediction.js';
 import type { GroupPrompt, PromptBlockKeys } from './prompt-block-keys.js';
 import { precisePrefixScorer } from '../../scheduling/plugins/precise-prefix-scorer.js';

@@ -2,7 +2,7 @@ import type { Logger } from '../../common/logger.js';
 import type { KvEventsHub } from '../../kv-events/kv-events-hub.js';
 import { predictedCachedTokens } from '../../kv-hash/index.js';
 import type { KvPrediction } from '../../scheduling/index.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
 import { InflightBlocks } from './kv-inflight.js';
 import type { GroupPrompt, PromptBlockKeys } from './prompt-block-keys.js';
 

@@ -16,7 +16,7 @@ import { EngineMetricsScraper } from '../fleet/engine-metrics-scraper.js';
 import type { Instance, InstanceSource } from '../fleet/instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
 import { renderPrompt } from '../kv-routing/prompt-render.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
 import { cacheSaltOf } from '../gateway/tenant-salt.js';
 import type { Upstreams } from '../fleet/upstream.js';
 import { flowFor, servesModel, type Route } from './route.js';

@@ -1,6 +1,6 @@
 import { MotorError } from '../../../common/motor-error.js';
 import type { RequestObserver } from '../../../observability/dispatch-observer.js';
-import type { ClientRequest } from '../request/client-request.js';
+import type { ClientRequest } from '../../internal-request/client-request.js';
 import { continuationBody, staticRefusal } from './continuation-body.js';
 import { MAX_RECORDED_BYTES, SentRecord } from './sent-so-far.js';
 import { StreamSeam, stopStrings } from './stream-seam.js';

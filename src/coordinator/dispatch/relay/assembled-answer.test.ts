@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApiKind } from '../request/client-request.js';
+import type { ApiKind } from '../../internal-request/client-request.js';
 import { assembleAnswer } from './assembled-answer.js';
 
 const sse = (...frames: object[]): Buffer =>

@@ -1,5 +1,5 @@
 import { isPlainObject } from '../../../common/http.js';
-import type { ApiKind } from '../request/client-request.js';
+import type { ApiKind } from '../../internal-request/client-request.js';
 import { FrameTemplate } from './frame-template.js';
 
 /** One choice as its stream frames add up (a migratable request has one: `n` = 1). */

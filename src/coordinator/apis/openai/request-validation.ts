@@ -1,7 +1,7 @@
-import { isPlainObject } from '../../common/http.js';
-import { isClientForbiddenKey } from '../../protocol/index.js';
-import type { ApiKind, ClientRequest } from '../dispatch/pipeline.js';
-import { MotorError } from '../../common/motor-error.js';
+import { isPlainObject } from '../../../common/http.js';
+import { isClientForbiddenKey } from '../../../protocol/index.js';
+import type { ApiKind, ClientRequest } from '../../internal-request/client-request.js';
+import { MotorError } from '../../../common/motor-error.js';
 
 export type { ApiKind, ClientRequest };
 

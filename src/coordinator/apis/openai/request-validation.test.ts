@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MotorError } from '../../common/motor-error.js';
+import { MotorError } from '../../../common/motor-error.js';
 import { validateClientRequest, type ApiKind } from './request-validation.js';
 
 const msgs = [{ role: 'user', content: 'hi' }];
