@@ -17,7 +17,7 @@ import type { Instance, InstanceSource } from '../fleet/instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
 import { renderPrompt } from '../kv-routing/prompt-render.js';
 import type { ClientRequest } from '../internal-request/client-request.js';
-import { cacheSaltOf } from '../gateway/tenant-salt.js';
+import { cacheSaltOf } from '../internal-request/cache-salt.js';
 import type { Upstreams } from '../fleet/upstream.js';
 import { flowFor, servesModel, type Route } from './route.js';
 import { fleetStatus, type FleetStatus } from '../fleet/fleet-status.js';
