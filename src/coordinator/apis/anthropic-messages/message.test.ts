@@ -113,7 +113,14 @@ describe('chatToMessage', () => {
         choices: [{ message: { content: 'x' }, finish_reason: 'stop' }],
         usage: { prompt_tokens: 20, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 16 } },
       },
-      { usage: { input_tokens: 4, output_tokens: 1, cache_read_input_tokens: 16, cache_creation_input_tokens: 0 } },
+      {
+        usage: {
+          input_tokens: 4,
+          output_tokens: 1,
+          cache_read_input_tokens: 16,
+          cache_creation_input_tokens: 0,
+        },
+      },
     ],
   ])('%s', (_name, chat, expected) => {
     const m = chatToMessage(chat, id, 'model-x', STOP);

@@ -185,7 +185,12 @@ describe('messagesToChat: the chat body', () => {
     ],
     [
       'tool_choice tool → a named function',
-      { ...base, tools: [WEATHER], tool_choice: { type: 'tool', name: 'get_weather' }, messages: [user('x')] },
+      {
+        ...base,
+        tools: [WEATHER],
+        tool_choice: { type: 'tool', name: 'get_weather' },
+        messages: [user('x')],
+      },
       { tool_choice: { type: 'function', function: { name: 'get_weather' } } },
     ],
     [
@@ -218,7 +223,9 @@ describe('messagesToChat: the chat body', () => {
         output_config: { format: { type: 'json_schema', schema: { type: 'object' } } },
         messages: [user('x')],
       },
-      { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: { type: 'object' } } } },
+      {
+        response_format: { type: 'json_schema', json_schema: { name: 'output', schema: { type: 'object' } } },
+      },
     ],
   ])('%s', (_name, body, expected) => {
     expect(messagesToChat(body).chat).toMatchObject(expected);
@@ -255,7 +262,11 @@ describe('messagesToChat: bad input names the field', () => {
     ['max_tokens fractional', { ...base, max_tokens: 1.5, messages: [user('x')] }, 'max_tokens'],
     ['messages empty', { ...base, messages: [] }, 'messages'],
     ['an unknown role', { ...base, messages: [{ role: 'system', content: 'x' }] }, 'messages.0.role'],
-    ['an unknown block type', { ...base, messages: [user([{ type: 'document' }])] }, 'messages.0.content.0.type'],
+    [
+      'an unknown block type',
+      { ...base, messages: [user([{ type: 'document' }])] },
+      'messages.0.content.0.type',
+    ],
     [
       'an image without a valid source',
       { ...base, messages: [user([{ type: 'image', source: { type: 'file', file_id: 'f' } }])] },
@@ -272,12 +283,24 @@ describe('messagesToChat: bad input names the field', () => {
       { ...base, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [user('x')] },
       'tools.0.type',
     ],
-    ['a tool without input_schema', { ...base, tools: [{ name: 't' }], messages: [user('x')] }, 'tools.0.input_schema'],
-    ['tool_choice of an unknown type', { ...base, tool_choice: { type: 'x' }, messages: [user('x')] }, 'tool_choice.type'],
+    [
+      'a tool without input_schema',
+      { ...base, tools: [{ name: 't' }], messages: [user('x')] },
+      'tools.0.input_schema',
+    ],
+    [
+      'tool_choice of an unknown type',
+      { ...base, tool_choice: { type: 'x' }, messages: [user('x')] },
+      'tool_choice.type',
+    ],
     ['system not text', { ...base, system: [{ type: 'image' }], messages: [user('x')] }, 'system.0'],
     ['stop_sequences not strings', { ...base, stop_sequences: [1], messages: [user('x')] }, 'stop_sequences'],
     ['top_k fractional', { ...base, top_k: 1.5, messages: [user('x')] }, 'top_k'],
-    ['metadata.user_id not a string', { ...base, metadata: { user_id: 1 }, messages: [user('x')] }, 'metadata.user_id'],
+    [
+      'metadata.user_id not a string',
+      { ...base, metadata: { user_id: 1 }, messages: [user('x')] },
+      'metadata.user_id',
+    ],
     // what keeps Motor's internal fields and a smuggled KV handoff out of the legs
     ['kv_transfer_params', { ...base, kv_transfer_params: {}, messages: [user('x')] }, 'kv_transfer_params'],
     ['an unknown field', { ...base, n: 2, messages: [user('x')] }, 'n'],
@@ -308,6 +331,8 @@ describe('countTokensToChat', () => {
   });
 
   it('refuses generation fields (MessageCountTokensParams has none)', () => {
-    expect(() => countTokensToChat({ model: 'm', max_tokens: 5, messages: [user('x')] })).toThrow(/max_tokens/);
+    expect(() => countTokensToChat({ model: 'm', max_tokens: 5, messages: [user('x')] })).toThrow(
+      /max_tokens/,
+    );
   });
 });

@@ -37,7 +37,11 @@ const delta = (d: NonNullable<ChatChunk['choices']>[number]['delta'], finish: st
 });
 const usage = (prompt: number, completion: number, cached = 0): ChatChunk => ({
   choices: [],
-  usage: { prompt_tokens: prompt, completion_tokens: completion, prompt_tokens_details: { cached_tokens: cached } },
+  usage: {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    prompt_tokens_details: { cached_tokens: cached },
+  },
 });
 
 describe('AnthropicStreamEncoder through @anthropic-ai/sdk MessageStream', () => {
@@ -62,7 +66,11 @@ describe('AnthropicStreamEncoder through @anthropic-ai/sdk MessageStream', () =>
     ],
     [
       'reasoning then text → a thinking block (index 0) then a text block (index 1)',
-      [delta({ reasoning: 'let me ' }), delta({ reasoning_content: 'think' }), delta({ content: 'ok' }, 'length')],
+      [
+        delta({ reasoning: 'let me ' }),
+        delta({ reasoning_content: 'think' }),
+        delta({ content: 'ok' }, 'length'),
+      ],
       {
         content: [
           { type: 'thinking', thinking: 'let me think', signature: '' },
@@ -118,7 +126,10 @@ describe('AnthropicStreamEncoder through @anthropic-ai/sdk MessageStream', () =>
     ],
     [
       'the matched stop sequence',
-      [delta({ content: 'a' }), { choices: [{ index: 0, delta: {}, finish_reason: 'stop', stop_reason: 'END' }] }],
+      [
+        delta({ content: 'a' }),
+        { choices: [{ index: 0, delta: {}, finish_reason: 'stop', stop_reason: 'END' }] },
+      ],
       { stop_reason: 'stop_sequence', stop_sequence: 'END' },
       [
         'message_start',
@@ -143,6 +154,8 @@ describe('AnthropicStreamEncoder through @anthropic-ai/sdk MessageStream', () =>
 
   it('a ping follows message_start (Anthropic sends one; clients must accept it)', () => {
     const enc = new AnthropicStreamEncoder('msg_abc', 'model-x', STOP);
-    expect(enc.start()).toMatch(/^event: message_start\ndata: .*\n\nevent: ping\ndata: \{"type":"ping"\}\n\n$/);
+    expect(enc.start()).toMatch(
+      /^event: message_start\ndata: .*\n\nevent: ping\ndata: \{"type":"ping"\}\n\n$/,
+    );
   });
 });

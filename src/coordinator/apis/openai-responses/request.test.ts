@@ -110,9 +110,9 @@ describe('parseResponsesRequest', () => {
   });
 
   it('text.format text adds no response_format', () => {
-    expect(parseResponsesRequest({ ...base, input: 'x', text: { format: { type: 'text' } } }).chatFields).toEqual(
-      {},
-    );
+    expect(
+      parseResponsesRequest({ ...base, input: 'x', text: { format: { type: 'text' } } }).chatFields,
+    ).toEqual({});
   });
 
   it.each<[string, unknown, string]>([
@@ -121,25 +121,49 @@ describe('parseResponsesRequest', () => {
     ['input of the wrong kind', { ...base, input: 5 }, 'input'],
     ['input empty', { ...base, input: [] }, 'input'],
     ['an unknown item type', { ...base, input: [{ type: 'computer_call_output' }] }, 'input[0].type'],
-    ['a message with a bad role', { ...base, input: [{ type: 'message', role: 'tool', content: 'x' }] }, 'input[0].role'],
+    [
+      'a message with a bad role',
+      { ...base, input: [{ type: 'message', role: 'tool', content: 'x' }] },
+      'input[0].role',
+    ],
     [
       'an unsupported content part',
       { ...base, input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
       'input[0].content[0].type',
     ],
-    ['a function_call without call_id', { ...base, input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, 'input[0]'],
-    ['a function_call_output without call_id', { ...base, input: [{ type: 'function_call_output', output: 'x' }] }, 'input[0].call_id'],
+    [
+      'a function_call without call_id',
+      { ...base, input: [{ type: 'function_call', name: 'f', arguments: '{}' }] },
+      'input[0]',
+    ],
+    [
+      'a function_call_output without call_id',
+      { ...base, input: [{ type: 'function_call_output', output: 'x' }] },
+      'input[0].call_id',
+    ],
     ['a hosted tool', { ...base, input: 'x', tools: [{ type: 'web_search_preview' }] }, 'tools[0].type'],
-    ['a function tool without a name', { ...base, input: 'x', tools: [{ type: 'function' }] }, 'tools[0].name'],
+    [
+      'a function tool without a name',
+      { ...base, input: 'x', tools: [{ type: 'function' }] },
+      'tools[0].name',
+    ],
     ['a bad tool_choice', { ...base, input: 'x', tool_choice: 'sometimes' }, 'tool_choice'],
     ['max_output_tokens zero', { ...base, input: 'x', max_output_tokens: 0 }, 'max_output_tokens'],
-    ['json_schema without a name', { ...base, input: 'x', text: { format: { type: 'json_schema', schema: {} } } }, 'text.format'],
+    [
+      'json_schema without a name',
+      { ...base, input: 'x', text: { format: { type: 'json_schema', schema: {} } } },
+      'text.format',
+    ],
     ['a bad truncation', { ...base, input: 'x', truncation: 'middle' }, 'truncation'],
     ['metadata with a non-string value', { ...base, input: 'x', metadata: { k: 1 } }, 'metadata'],
     ['store not a boolean', { ...base, input: 'x', store: 'yes' }, 'store'],
     // keeps Motor's internal fields and a smuggled KV handoff out of the legs
     ['kv_transfer_params', { ...base, input: 'x', kv_transfer_params: {} }, 'kv_transfer_params'],
-    ['an SDK field Motor does not serve (background)', { ...base, input: 'x', background: true }, 'background'],
+    [
+      'an SDK field Motor does not serve (background)',
+      { ...base, input: 'x', background: true },
+      'background',
+    ],
   ])('%s → invalid_request on %s', (_name, body, param) => {
     let err: unknown;
     try {

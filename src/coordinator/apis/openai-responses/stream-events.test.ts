@@ -188,7 +188,9 @@ describe('ResponsesStreamEncoder through openai ResponseStream', () => {
       response: {
         status: 'failed',
         error: { code: 'engine_error', message: 'boom' },
-        output: [expect.objectContaining({ type: 'message', content: [expect.objectContaining({ text: 'part' })] })],
+        output: [
+          expect.objectContaining({ type: 'message', content: [expect.objectContaining({ text: 'part' })] }),
+        ],
       },
     });
   });
@@ -211,14 +213,34 @@ describe('chatToOutput and responsesUsage (non-stream)', () => {
         ],
       },
       [
-        { id: 'rs_0123abcd_0', type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: 'r' }] },
+        {
+          id: 'rs_0123abcd_0',
+          type: 'reasoning',
+          summary: [],
+          content: [{ type: 'reasoning_text', text: 'r' }],
+        },
         expect.objectContaining({ id: 'msg_0123abcd', type: 'message', status: 'completed' }),
-        expect.objectContaining({ id: 'fc_0123abcd_0', call_id: 'call_0123abcd_0', name: 'f', arguments: '{}' }),
+        expect.objectContaining({
+          id: 'fc_0123abcd_0',
+          call_id: 'call_0123abcd_0',
+          name: 'f',
+          arguments: '{}',
+        }),
       ],
       'completed',
     ],
-    ['length → incomplete', { choices: [{ message: { content: 'x' }, finish_reason: 'length' }] }, [expect.anything()], 'incomplete'],
-    ['an empty answer has no items', { choices: [{ message: { content: '' }, finish_reason: 'stop' }] }, [], 'completed'],
+    [
+      'length → incomplete',
+      { choices: [{ message: { content: 'x' }, finish_reason: 'length' }] },
+      [expect.anything()],
+      'incomplete',
+    ],
+    [
+      'an empty answer has no items',
+      { choices: [{ message: { content: '' }, finish_reason: 'stop' }] },
+      [],
+      'completed',
+    ],
   ])('%s', (_name, chat, output, status) => {
     expect(chatToOutput(chat, ids)).toEqual({ output, status });
   });
