@@ -1,7 +1,13 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { ChatChunk } from '../chat-frames.js';
-import { chatToOutput, ResponseIds, responsesUsage, type ResponseShell } from './response-object.js';
+import {
+  chatToOutput,
+  ResponseIds,
+  responsesUsage,
+  storedInputItem,
+  type ResponseShell,
+} from './response-object.js';
 import { ResponsesStreamEncoder } from './stream-events.js';
 
 /**
@@ -254,5 +260,42 @@ describe('chatToOutput and responsesUsage (non-stream)', () => {
       total_tokens: 5,
     });
     expect(responsesUsage(null)).toBeNull();
+  });
+});
+
+describe('storedInputItem (what input_items lists)', () => {
+  it.each<[string, Record<string, unknown>, Record<string, unknown>]>([
+    [
+      'a string user message → input_text parts, an id and a status',
+      { type: 'message', role: 'user', content: 'hi' },
+      {
+        id: 'x_in0',
+        type: 'message',
+        role: 'user',
+        status: 'completed',
+        content: [{ type: 'input_text', text: 'hi' }],
+      },
+    ],
+    [
+      'a string assistant message → output_text parts',
+      { type: 'message', role: 'assistant', content: 'ok' },
+      {
+        id: 'x_in0',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'ok', annotations: [], logprobs: [] }],
+      },
+    ],
+    [
+      'parts and a client id are kept',
+      { type: 'message', role: 'user', id: 'mine', content: [{ type: 'input_text', text: 'a' }] },
+      { id: 'mine', content: [{ type: 'input_text', text: 'a' }] },
+    ],
+    [
+      'a function_call_output gets an id and nothing else',
+      { type: 'function_call_output', call_id: 'c', output: 'r' },
+      { id: 'x_in0', type: 'function_call_output', call_id: 'c', output: 'r' },
+    ],
+  ])('%s', (_name, item, expected) => {
+    expect(storedInputItem(item, 'x_in0')).toMatchObject(expected);
   });
 });
