@@ -11,7 +11,13 @@ import type { ChatChunk } from '../chat-frames.js';
 import { TranslatingSink } from '../translating-sink.js';
 import { previousItems, resolveReferences } from './conversation.js';
 import { itemsToMessages, parseResponsesRequest, type Item, type ParsedResponsesRequest } from './request.js';
-import { chatToOutput, responseObject, responsesUsage, ResponseIds } from './response-object.js';
+import {
+  chatToOutput,
+  responseObject,
+  responsesUsage,
+  ResponseIds,
+  storedInputItem,
+} from './response-object.js';
 import { ResponsesStreamEncoder } from './stream-events.js';
 
 export const RESPONSES_PATH = '/v1/responses';
@@ -92,9 +98,7 @@ function responsesSink(
       id: ids.response,
       tenant: t.tenant,
       previousId: t.parsed.previousResponseId,
-      input: t.input.map((item, i) =>
-        typeof item.id === 'string' ? item : { ...item, id: `${ids.message()}_in${i}` },
-      ),
+      input: t.input.map((item, i) => storedInputItem(item, `${ids.message()}_in${i}`)),
       response,
     };
     await deps.store!.put(record);
