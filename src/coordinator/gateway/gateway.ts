@@ -40,6 +40,8 @@ import {
 import { responsesStoreRoutes } from './responses-routes.js';
 import type { PromptTokenCounter } from '../apis/prompt-token-count.js';
 import { corsHandler } from './cors.js';
+import { isOneInstancePath, ONE_INSTANCE_PATHS } from '../apis/one-instance/one-instance-paths.js';
+import { oneInstanceRoute } from '../apis/one-instance/one-instance-route.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
 export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';
@@ -138,6 +140,8 @@ export function createGatewayListener(
   for (const [path, kind] of Object.entries(API_ROUTES)) {
     routes.add('POST', path, (req, res) => completions(req, res, path, kind));
   }
+  const oneInstance = oneInstanceRoute(deps, { apiKeys, client }, bodies, refuse);
+  for (const path of ONE_INSTANCE_PATHS) routes.add('POST', path, (req, res) => oneInstance(req, res, path));
 
   /**
    * Not in the table: a routed path with the wrong method is 405 with its `Allow` (RFC 9110 §15.5.6
@@ -151,7 +155,8 @@ export function createGatewayListener(
       return API_ROUTES[path] !== undefined ||
         path === MESSAGES_PATH ||
         path === COUNT_TOKENS_PATH ||
-        path === RESPONSES_PATH
+        path === RESPONSES_PATH ||
+        isOneInstancePath(path)
         ? refuse(res, path, err, allow)
         : renderError(res, err, allow);
     }
