@@ -144,6 +144,14 @@ export const coordinatorConfigSchema = z.strictObject({
         .describe(
           'which shared plan wins when a pair shares several (the default of `scheduling.planPreference`)',
         ),
+      oneInstanceRoles: z
+        .array(z.enum(['union', 'decode', 'prefill']))
+        .min(1)
+        .default(['union', 'decode'])
+        .describe(
+          'roles that serve requests with no generation (embeddings, tokenize, detokenize, rerank, score, ' +
+            'pooling), tried in order: the first role with an available instance serving the model wins',
+        ),
     })
     .prefault({})
     .describe('how a request runs over the instances it is given'),

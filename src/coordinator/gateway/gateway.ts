@@ -30,6 +30,8 @@ import { apiAdapters } from '../apis/api-adapters.js';
 import { responsesStoreRoutes } from './responses-routes.js';
 import type { PromptTokenCounter } from '../apis/prompt-token-count.js';
 import { corsHandler } from './cors.js';
+import { ONE_INSTANCE_PATHS } from '../apis/one-instance/one-instance-paths.js';
+import { oneInstanceRoute } from './one-instance-route.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
 export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';
@@ -120,6 +122,11 @@ export function createGatewayListener(
   for (const adapter of apiAdapters({ responses: responsesDeps })) {
     routes.add('POST', adapter.path, apiRoute(deps, { apiKeys, salter, client }, bodies, adapter));
     apiPaths.add(adapter.path);
+  }
+  const oneInstance = oneInstanceRoute(deps, { apiKeys, client }, bodies, refuse);
+  for (const path of ONE_INSTANCE_PATHS) {
+    routes.add('POST', path, (req, res) => oneInstance(req, res, path));
+    apiPaths.add(path);
   }
 
   /**

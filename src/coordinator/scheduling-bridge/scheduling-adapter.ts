@@ -260,6 +260,42 @@ export class SchedulingAdapter {
   }
 
   /**
+   * The one instance a request without generation runs on (embeddings, tokenize, score: no P/D
+   * split), from the first of `roles` with an available instance serving the model, avoiding
+   * `exclude` when another instance can serve. Throws as {@link select} does.
+   */
+  selectOne(
+    instances: readonly Instance[],
+    request: SchedulingRequest,
+    exclude: ReadonlySet<string>,
+    roles: readonly InstanceRole[],
+  ): Selection {
+    const serving: InstanceView[] = [];
+    for (const instance of instances)
+      if (servesModel(instance, request.model)) serving.push(this.view(instance));
+    if (serving.length === 0) throw this.nothingServes(request.model);
+    let decision =
+      exclude.size > 0
+        ? this.scheduler.selectOne(
+            request,
+            serving.filter((v) => !exclude.has(v.id)),
+            roles,
+          )
+        : undefined;
+    if (!decision || decision.kind === 'failure')
+      decision = this.scheduler.selectOne(request, serving, roles);
+    if (decision.kind === 'failure')
+      throw new MotorError('no_route', `no route for model '${request.model}': ${decision.message}`);
+    const instance = (decision.instance as InstanceView).instance;
+    return {
+      route: { kind: 'single', instance, degraded: false },
+      cachedPromptTokens: 0,
+      picked: [instance],
+      reservation: null,
+    };
+  }
+
+  /**
    * Starts tracking one leg. The decode leg of a pair does no prefill work (its KV arrives), so it
    * counts its prompt as in-flight tokens but not as pending prefill; it adopts the load reserved for
    * it at the pick (`reservation`) instead of counting it again.
