@@ -77,6 +77,8 @@ beforeAll(async () => {
     // one failure opens a circuit: any charge an attack causes shows at once. Queued bodies wait as long as
     // the machine needs to pass the 50 through a 16 MiB budget (the default 30 s gave 503s at load 20)
     scheduling: { circuitBreaker: { failureThreshold: 1 }, admission: { queueTimeoutMs: 180_000 } },
+    // no attack here is about health: probes slower than 1 s on a loaded machine took both engines out
+    health: { timeoutMs: 15_000, unhealthyAfter: 5 },
     instances: [
       {
         id: 'P',
