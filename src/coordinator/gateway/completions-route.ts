@@ -72,11 +72,13 @@ export function completionsRoute(
     api?: ApiRoute,
   ): Promise<void> => {
     const deny = api?.refuse ?? refuse;
-    const loop = hopRefusal(req.headers[HOP_HEADER]); // a leg of this coordinator came back: 508 at once
-    if (loop) return deny(res, path, loop);
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = api ? api.adapter.apiKey(req) : bearerToken(req);
     if (!apiKeys.allows(apiKey)) return deny(res, path, unauthorizedError(), BEARER_CHALLENGE);
+    // A leg of this coordinator came back: 508 at once. After the key: the answer tells a caller
+    // this coordinator's place in a loop, which is no one's business without a key.
+    const loop = hopRefusal(req.headers[HOP_HEADER]);
+    if (loop) return deny(res, path, loop);
     const early = api?.headerError?.(req);
     if (early) return deny(res, path, early);
     // Admission before the body is read: a bounded part of a declared length is counted against the
