@@ -51,11 +51,13 @@ export function apiRoute(
   const deny = refuser(deps, adapter.renderError);
   const isolation = deps.config.server.tenantIsolation;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const loop = hopRefusal(req.headers[HOP_HEADER]); // a leg of this coordinator came back: 508 at once
-    if (loop) return deny(res, path, loop);
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = adapter.apiKey(req);
     if (!apiKeys.allows(apiKey)) return deny(res, path, unauthorizedError(), BEARER_CHALLENGE);
+    // A leg of this coordinator came back: 508 at once. After the key: the answer tells a caller
+    // this coordinator's place in a loop, which is no one's business without a key.
+    const loop = hopRefusal(req.headers[HOP_HEADER]);
+    if (loop) return deny(res, path, loop);
     const early = adapter.headerError?.(req);
     if (early) return deny(res, path, early);
     // Admission before the body is read: a bounded part of a declared length is counted against the
