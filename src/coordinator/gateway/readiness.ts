@@ -64,6 +64,10 @@ function describe(explained: RouteExplanation, model: string, fallback: RouteExp
 
 const list = (plans: readonly string[]): string => (plans.length > 0 ? plans.join(', ') : 'none');
 
+/** The fix is on the instance: a direct one names its connector or profile, a proxy its --engine-config. */
+const UNKNOWN_PROFILE =
+  "unknown profile: set the instance's kvTransferConfig or dispatchProfile, or the proxy's --engine-config";
+
 /** Names the missing capability (conformance 14) and, when it would help, the fallback setting. */
 function noRouteMessage(model: string, fleet: FleetSummary, fallback: RouteExplainer['fallback']): string {
   const hint =
@@ -74,8 +78,9 @@ function noRouteMessage(model: string, fleet: FleetSummary, fallback: RouteExpla
     const p = fleet.prefillPlans;
     const d = fleet.decodePlans;
     let missing: string;
-    if (p.length === 0) missing = `prefill instances advertise no dispatch capability (unknown profile)`;
-    else if (d.length === 0) missing = `decode instances advertise no dispatch capability (unknown profile)`;
+    if (p.length === 0) missing = `prefill instances advertise no dispatch capability (${UNKNOWN_PROFILE})`;
+    else if (d.length === 0)
+      missing = `decode instances advertise no dispatch capability (${UNKNOWN_PROFILE})`;
     else missing = `decode instances lack ${list(p)} and prefill instances lack ${list(d)}`;
     return (
       `no prefill/decode pair for model '${model}' shares a dispatch plan: missing capability: ${missing} ` +
