@@ -92,7 +92,7 @@ const ROWS: [string, string[], RegExp, number][] = [
   [
     'coordinator: invalid YAML',
     ['coordinator', '-c', 'DIR/bad.yaml'],
-    /^config file \S+bad\.yaml: invalid YAML: /,
+    /^config file \S+bad\.yaml: invalid YAML at line \d+, column \d+: /,
     2,
   ],
   [
