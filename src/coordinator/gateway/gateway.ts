@@ -18,7 +18,7 @@ import { minUploadRate, tenantSaltSecret } from '../../config/server-section.js'
 import { clientIdentity } from './client-identity.js';
 import { GATEWAY_BODY_ERRORS } from './json-body.js';
 import { metaserverRoute } from './metaserver-route.js';
-import { readinessReport } from './readiness.js';
+import { notReadyReason, readinessReport, ReadinessCauseLog } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
 import { DOCTOR_PATH } from '../doctor/doctor-route.js';
 import { doctorHint } from './doctor-hint.js';
@@ -93,6 +93,7 @@ export function createGatewayListener(
     deps.config.server.tenantIsolation,
     refuse,
   );
+  const readinessLog = new ReadinessCauseLog(deps.log);
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
     .add('GET', '/ready', (_req, res) => {
@@ -101,7 +102,9 @@ export function createGatewayListener(
         deps.scheduling.explainer,
         deps.source.problems?.(),
       );
-      sendJson(res, report.ready ? 200 : 503, report);
+      const reason = notReadyReason(report, deps.source);
+      readinessLog.note(reason);
+      sendJson(res, report.ready ? 200 : 503, reason === undefined ? report : { ...report, reason });
     })
     .add('GET', '/v1/models', (req, res) => {
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);

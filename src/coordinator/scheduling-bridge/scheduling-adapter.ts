@@ -19,7 +19,8 @@ import { renderPrompt } from '../kv-routing/prompt-render.js';
 import type { ClientRequest } from '../internal-request/client-request.js';
 import { cacheSaltOf } from '../internal-request/cache-salt.js';
 import type { Upstreams } from '../fleet/upstream.js';
-import { flowFor, servesModel, type Route } from './route.js';
+import { flowFor, servedModels, servesModel, type Route } from './route.js';
+import { didYouMean } from '../../common/did-you-mean.js';
 import { fleetStatus, type FleetStatus } from '../fleet/fleet-status.js';
 import { LoadReservation } from './load-reservation.js';
 
@@ -339,17 +340,24 @@ export class SchedulingAdapter {
    */
   private nothingServes(model: string): MotorError {
     const status = this.statusOf(model);
-    if (status.registered === 0 && this.deps.source.all().length > 0)
+    const fleet = this.deps.source.all();
+    if (status.registered === 0 && fleet.length > 0) {
+      // a missing organisation prefix (`Qwen3-0.6B` for `Qwen/Qwen3-0.6B`) is the usual mistake: the
+      // served names, and the nearest, let the client fix it without a second request
+      const served = [...new Set(fleet.flatMap((i) => servedModels(i)))].sort();
       return new MotorError(
         'model_not_found',
-        `The model '${model}' does not exist or no instance serves it`,
-        {
-          param: 'model',
-        },
+        `The model '${model}' does not exist or no instance serves it; served models: ${served.join(', ')}` +
+          modelSuggestion(model, served),
+        { param: 'model' },
       );
-    return new MotorError('no_route', `no route for model '${model}': ${status.text}; retry shortly`, {
-      retryable: true,
-    });
+    }
+    // the cause, not a promise: an empty fleet stays empty until something registers
+    const text =
+      fleet.length === 0
+        ? 'no instance is registered (none in the config, and no engine proxy has registered)'
+        : status.text;
+    return new MotorError('no_route', `no route for model '${model}': ${text}`, { retryable: true });
   }
 
   /** The registered fleet serving `model`, in words (fleet-status.ts); only on the failure path. */
@@ -373,4 +381,11 @@ export class SchedulingAdapter {
     }
     return view;
   }
+}
+
+/** The served name that is `model` with its organisation prefix (`Qwen/` + `Qwen3-0.6B`), else the nearest. */
+function modelSuggestion(model: string, served: readonly string[]): string {
+  const wanted = `/${model.toLowerCase()}`;
+  const match = served.find((name) => name.toLowerCase().endsWith(wanted));
+  return match !== undefined ? `; did you mean '${match}'?` : didYouMean(model, served);
 }
