@@ -110,6 +110,7 @@ export function paramMismatches(
 
 /** `key: expectation` for one rule, as a report cell. */
 export function describeRule(rule: ParamRule): string {
-  const what = rule.equals !== undefined ? JSON.stringify(rule.equals) : `a ${rule.shape}`;
+  const article = /^[aeiou]/.test(rule.shape) ? 'an' : 'a';
+  const what = rule.equals !== undefined ? JSON.stringify(rule.equals) : `${article} ${rule.shape}`;
   return `${rule.key} ${rule.optional ? 'absent or ' : ''}${what}`;
 }

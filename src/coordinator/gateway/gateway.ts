@@ -62,6 +62,8 @@ export interface GatewayDeps {
   countTokens?: PromptTokenCounter;
   /** The Responses API's store; absent = none (only `store: false` requests are served). */
   responses?: ResponsesDeps;
+  /** P/D pairs whose decodes recompute instead of loading the KV, with the cause (`/ready`). */
+  kvLoadDegraded?: () => Record<string, string>;
 }
 
 const API_ROUTES: Record<string, ApiKind> = {
@@ -120,6 +122,7 @@ export function createGatewayListener(
         deps.source.routable(),
         deps.scheduling.explainer,
         deps.source.problems?.(),
+        deps.kvLoadDegraded?.(),
       );
       sendJson(res, report.ready ? 200 : 503, report);
     })

@@ -19,6 +19,11 @@ export interface ReadinessReport {
   models: Record<string, string>;
   /** Per instance: why it is not scheduled or disagrees with its config (discovery); absent when none. */
   instances?: Record<string, string>;
+  /**
+   * Per P/D pair (`<prefill> → <decode>`) served but degraded, with the likely cause (decodes that
+   * recompute instead of loading the KV); absent when none. Never makes the coordinator unready.
+   */
+  degraded?: Record<string, string>;
 }
 
 /**
@@ -29,6 +34,7 @@ export function readinessReport(
   instances: readonly Instance[],
   scheduler: RouteExplainer,
   problems: Readonly<Record<string, string>> = {},
+  degraded: Readonly<Record<string, string>> = {},
 ): ReadinessReport {
   const names = new Set<string>();
   for (const i of instances) for (const m of servedModels(i)) names.add(m);
@@ -43,7 +49,10 @@ export function readinessReport(
     if (explained.kind === 'failure') ready = false;
     models[name] = describe(explained, name, scheduler.fallback);
   }
-  return Object.keys(problems).length > 0 ? { ready, models, instances: { ...problems } } : { ready, models };
+  const report: ReadinessReport = { ready, models };
+  if (Object.keys(problems).length > 0) report.instances = { ...problems };
+  if (Object.keys(degraded).length > 0) report.degraded = { ...degraded };
+  return report;
 }
 
 /** The same report for a fleet and fallback rules alone (no running coordinator). */
