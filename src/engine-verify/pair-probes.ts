@@ -15,6 +15,7 @@ import {
 import {
   bootstrapAddressFromUrl,
   MOTOR_DISPATCH_SCHEMA_VERSION,
+  PREFILL_RESULT_OBJECT,
   type BootstrapAddress,
   type MotorDispatch,
   type PrefillResult,
@@ -118,7 +119,7 @@ async function handoffProbe(pair: VerifyPair, model: string, b: ProbeBounds): Pr
   const parsed = engineAdapterFor('vllm').parsePrefillResponse('handoff_prefill', pre.json);
   if (!parsed.ok) return { prefill, decode: { error: parsed.message } };
   const result: PrefillResult = {
-    object: 'motor.prefill_result',
+    object: PREFILL_RESULT_OBJECT,
     schema_version: MOTOR_DISPATCH_SCHEMA_VERSION,
     root_request_id: dispatch.root_request_id,
     engine_request_id: dispatch.engine_request_id,

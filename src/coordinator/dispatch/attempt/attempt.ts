@@ -74,6 +74,8 @@ export class Attempt {
     this.picked = selection?.picked ?? [];
     this.reservation = selection?.reservation ?? null;
     this.cancellation = ctx.cancellation.child();
+    // The KV-load judgement belongs to the attempt whose prefill set it (prefill-result.ts).
+    ctx.rewrite.onDecodeUsage = null;
     this.cancellation.onCancel((err, reason) => this.stop(err, reason));
     const { firstTokenMs } = services.timeouts;
     // Non-stream responses arrive whole: the watchdog then covers the prefill leg only (none for single).
