@@ -177,6 +177,7 @@ export async function createCoordinatorApp(
       timeoutMs: config.timeouts.firstTokenMs,
     }),
     responses: { store: responseStore, maxChainDepth: config.responses.maxChainDepth },
+    kvLoadDegraded: () => obs.observability.kvLoadWatch.degraded(),
   });
   const managementProviders: ManagementProviders = {
     load: (id) => scheduling.scheduler.loadTracker.get(id),

@@ -54,6 +54,8 @@ export interface GatewayDeps {
   countTokens?: PromptTokenCounter;
   /** The Responses API's store; absent = none (only `store: false` requests are served). */
   responses?: ResponsesDeps;
+  /** P/D pairs whose decodes recompute instead of loading the KV, with the cause (`/ready`). */
+  kvLoadDegraded?: () => Record<string, string>;
 }
 
 /**
@@ -101,6 +103,7 @@ export function createGatewayListener(
         deps.source.routable(),
         deps.scheduling.explainer,
         deps.source.problems?.(),
+        deps.kvLoadDegraded?.(),
       );
       const reason = notReadyReason(report, deps.source);
       readinessLog.note(reason);

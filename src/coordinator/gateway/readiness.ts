@@ -23,6 +23,11 @@ export interface ReadinessReport {
   instances?: Record<string, string>;
   /** When not ready: the root cause in one sentence (what is missing, not "retry"). */
   reason?: string;
+  /**
+   * Per P/D pair (`<prefill> → <decode>`) served but degraded, with the likely cause (decodes that
+   * recompute instead of loading the KV); absent when none. Never makes the coordinator unready.
+   */
+  degraded?: Record<string, string>;
 }
 
 /**
@@ -33,6 +38,7 @@ export function readinessReport(
   instances: readonly Instance[],
   scheduler: RouteExplainer,
   problems: Readonly<Record<string, string>> = {},
+  degraded: Readonly<Record<string, string>> = {},
 ): ReadinessReport {
   const names = new Set<string>();
   for (const i of instances) for (const m of servedModels(i)) names.add(m);
@@ -47,7 +53,10 @@ export function readinessReport(
     if (explained.kind === 'failure') ready = false;
     models[name] = describe(explained, name, scheduler.fallback);
   }
-  return Object.keys(problems).length > 0 ? { ready, models, instances: { ...problems } } : { ready, models };
+  const report: ReadinessReport = { ready, models };
+  if (Object.keys(problems).length > 0) report.instances = { ...problems };
+  if (Object.keys(degraded).length > 0) report.degraded = { ...degraded };
+  return report;
 }
 
 /**
