@@ -61,6 +61,11 @@ export function registerRoutingSyncMetrics(registry: Registry, stats: () => Rout
     'lost broadcasts noticed (each answered by a state exchange with the sender)',
     (s) => s.gaps,
   );
+  counter(
+    'motor_routing_sync_states_received_total',
+    'state answers received from other replicas (warm start, back after an outage, after a gap)',
+    (s) => s.statesReceived,
+  );
   counter('motor_routing_sync_outages_total', 'times the bus became unreachable', (s) => s.outages);
   counter('motor_routing_sync_sent_bytes_total', 'bytes published on the bus', (s) => s.bytesSent);
 }
