@@ -40,7 +40,7 @@ const inst = (id: string, sim: MotorChild, role: 'prefill' | 'decode') => ({
  * same sequence, so replicas that do not share state repeat each other's picks (what the tests
  * below must tell apart from shared state).
  */
-const replicaConfig = () => ({
+const replicaConfig = (redisUrl = redis.url) => ({
   retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20 },
   instances: [
     inst('P0', P[0]!, 'prefill'),
@@ -52,7 +52,7 @@ const replicaConfig = () => ({
   scheduling: { policy: 'prefix-affinity', seed: 7 },
   // generous timeouts: the machine runs at load 20+, and a replica dropped as silent would break the test
   routingSync: {
-    redis: { url: redis.url },
+    redis: { url: redisUrl },
     channel: 'motor-test-replicas',
     heartbeatMs: 200,
     peerTimeoutMs: 60_000,
@@ -263,5 +263,21 @@ describe('coordinator replicas sharing routing state over Redis', () => {
     expect(first[APPLIED]).toBe(0);
     for (let k = 0; k < 6; k++) await talk.turn(k, c);
     expect(talk.owners.map((o) => o.size)).toEqual(Array(6).fill(1));
+  }, 180_000);
+
+  it('a replica whose Redis is away at start-up serves on its own state, and joins when Redis comes', async () => {
+    const late = await RedisServer.notStarted();
+    try {
+      const r = await startCoordinatorProcess(replicaConfig(late.url));
+      replicas.push(r);
+      const first = await syncMetrics(r);
+      expect(first.motor_routing_sync_up).toBe(0);
+      expect(first.motor_routing_sync_warm_started).toBe(0);
+      await new Conversations('alone', 1).turn(0, r);
+      await late.restart();
+      await eventually(async () => expect((await syncMetrics(r)).motor_routing_sync_up).toBe(1), 60_000);
+    } finally {
+      await late.close();
+    }
   }, 180_000);
 });

@@ -24,9 +24,14 @@ export class RedisServer {
   private constructor(readonly port: number) {}
 
   static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+    const server = await RedisServer.notStarted();
     await server.restart();
     return server;
+  }
+
+  /** A port for a server that is not running yet (a client started before its Redis). */
+  static async notStarted(): Promise<RedisServer> {
+    return new RedisServer(await freePort());
   }
 
   get url(): string {
