@@ -8,7 +8,7 @@ import {
   stopAllSpawned,
   type CoordinatorHandle,
 } from './e2e-cluster.js';
-import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
+import { RedisServer } from './helpers/redis-server.js';
 
 /**
  * Two coordinator replicas sharing one real `redis-server` as the response store (`responses.store:
@@ -22,7 +22,7 @@ let B: CoordinatorHandle;
 
 beforeAll(async () => {
   try {
-    redis = await startRedisServer();
+    redis = await RedisServer.start();
     const u = await startSim({ role: 'union' });
     const config = {
       server: { apiKeys: ['key-one', 'key-two'] },
@@ -34,7 +34,7 @@ beforeAll(async () => {
       while ((await fetch(`${c.url}/ready`)).status !== 200) await new Promise((r) => setImmediate(r));
   } catch (err) {
     await stopAllSpawned();
-    await redis?.stop();
+    await redis?.close();
     throw err;
   }
 }, 120_000);
@@ -42,7 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([A?.stop(), B?.stop()]);
   await stopAllSpawned();
-  await redis?.stop();
+  await redis?.close();
 });
 
 const client = (c: CoordinatorHandle, key = 'key-one') =>
@@ -83,7 +83,7 @@ describe('responses store shared by two coordinators over Redis', () => {
   });
 
   it('Redis down: store true → 503 store_unavailable, store false still served; back up → stored again', async () => {
-    await redis.kill();
+    await redis.stop();
     const body = { model: MODEL, input: 'hello there', max_output_tokens: 4 };
     const auth = { authorization: 'Bearer key-one' };
     // the replicas notice the lost connection on their own: wait for their answer to change

@@ -4,7 +4,7 @@ import { MotorError } from '../src/common/motor-error.js';
 import { previousItems } from '../src/coordinator/apis/openai-responses/conversation.js';
 import { RedisResponseStore } from '../src/state/response-store/redis-store.js';
 import type { StoredResponse } from '../src/state/response-store/response-store.js';
-import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
+import { RedisServer } from './helpers/redis-server.js';
 
 /**
  * The Redis response store against a real `redis-server` (Debian package) on an ephemeral loopback
@@ -45,12 +45,12 @@ const RA = `resp_${'a'.repeat(32)}`;
 const RB = `resp_${'b'.repeat(32)}`;
 
 beforeAll(async () => {
-  redis = await startRedisServer();
+  redis = await RedisServer.start();
 }, 60_000);
 
 afterAll(async () => {
   await Promise.all(stores.map((s) => s.close()));
-  await redis?.stop();
+  await redis?.close();
 });
 
 describe('RedisResponseStore on a real redis-server', () => {
@@ -101,7 +101,7 @@ describe('RedisResponseStore on a real redis-server', () => {
     const failed = new Promise<void>((r) => (lost = r));
     const s = await newStore(60, () => lost());
     await s.put(record(RA, null));
-    await redis.kill();
+    await redis.stop();
     await failed; // node-redis reports the lost connection
     expect(s.available()).toBe(false);
     for (const op of [() => s.put(record(RB, null)), () => s.get(RA, 't1'), () => s.delete(RA, 't1')]) {

@@ -2,20 +2,20 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/common/logger.js';
 import { RedisRoutingBus } from '../src/state/routing-sync/redis-bus.js';
 import { RoutingSync } from '../src/state/routing-sync/routing-sync.js';
-import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
+import { RedisServer } from './helpers/redis-server.js';
 
 let redis: RedisServer | null = null;
 const syncs: RoutingSync[] = [];
 
 afterAll(async () => {
   await Promise.all(syncs.map((s) => s.close()));
-  await redis?.stop();
+  await redis?.close();
 });
 
 describe('routing sync over a real Redis (Debian redis-server)', () => {
   it('propagates loads and index records, survives an outage and converges after it', async () => {
-    const server = await startRedisServer();
-    redis = server;
+    redis = await RedisServer.start();
+    const server = redis;
     const log = createLogger('test', 'silent');
     const mk = (id: string) => {
       const s = new RoutingSync({
@@ -44,7 +44,7 @@ describe('routing sync over a real Redis (Debian redis-server)', () => {
     ia.record('p2', [21, 22]);
     await vi.waitFor(() => expect(ib.match([21, 22])).toEqual(new Map([['p2', 2]])), { timeout: 10_000 });
 
-    await server.kill();
+    await server.stop();
     await vi.waitFor(() => expect(b.stats.connected).toBe(false), { timeout: 10_000 });
     expect(b.loads.get('d1').inflightRequests).toBe(0); // routes on its own state
     open.end();

@@ -19,6 +19,7 @@ import { kvHashSection } from './kv-hash-section.js';
 import { resolveInstance } from './resolve-instance.js';
 import { migrationSection } from './migration-section.js';
 import { responsesSection } from './responses-section.js';
+import { routingSyncSection } from './routing-sync-section.js';
 import { decodeFirstSection, decodeFirstWarnings } from './decode-first-section.js';
 
 /**
@@ -166,6 +167,7 @@ export const coordinatorConfigSchema = z.strictObject({
     .describe('new attempts, only before the first byte reached the client'),
   migration: migrationSection,
   responses: responsesSection,
+  routingSync: routingSyncSection,
   decodeFirst: decodeFirstSection,
   timeouts: timeoutsSection,
   kvHash: kvHashSection,

@@ -4,18 +4,6 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A real Debian `redis-server` on an ephemeral loopback port, no persistence, for one test file. */
-export interface RedisServer {
-  readonly port: number;
-  readonly url: string;
-  /** Kills it (SIGKILL: an outage, not a shutdown) and waits for the exit. */
-  kill(): Promise<void>;
-  /** Starts it again on the same port (after `kill`). */
-  restart(): Promise<void>;
-  /** Kills it and removes its directory. */
-  stop(): Promise<void>;
-}
-
 /** An ephemeral loopback port (asked of the OS, then handed to redis-server). */
 export async function freePort(): Promise<number> {
   const s = createServer();
@@ -25,14 +13,36 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'motor-redis-'));
-  const port = await freePort();
-  let proc: ChildProcess | null = null;
-  const launch = async (): Promise<void> => {
+/**
+ * Debian's redis-server on loopback (no persistence), stopped and started again on the same port for
+ * outage tests. Installed by scripts/install-test-deps.
+ */
+export class RedisServer {
+  private process: ChildProcess | null = null;
+  private readonly dir = mkdtempSync(join(tmpdir(), 'motor-redis-'));
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<RedisServer> {
+    const server = await RedisServer.notStarted();
+    await server.restart();
+    return server;
+  }
+
+  /** A port for a server that is not running yet (a client started before its Redis). */
+  static async notStarted(): Promise<RedisServer> {
+    return new RedisServer(await freePort());
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts it (again) and resolves once it accepts connections. */
+  async restart(): Promise<void> {
     const p = spawn('/usr/bin/redis-server', [
       '--port',
-      String(port),
+      String(this.port),
       '--bind',
       '127.0.0.1',
       '--save',
@@ -40,31 +50,27 @@ export async function startRedisServer(): Promise<RedisServer> {
       '--appendonly',
       'no',
       '--dir',
-      dir,
+      this.dir,
     ]);
-    proc = p;
+    this.process = p;
     await new Promise<void>((resolve, reject) => {
       p.stdout!.on('data', (d: Buffer) => {
         if (String(d).includes('Ready to accept')) resolve();
       });
       p.on('exit', (code) => reject(new Error(`redis-server exited ${code}`)));
     });
-  };
-  const kill = async (): Promise<void> => {
-    const p = proc;
-    proc = null;
-    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+  }
+
+  /** Kills it (an outage: clients see their connections drop). */
+  async stop(): Promise<void> {
+    const p = this.process;
+    this.process = null;
+    if (!p || p.exitCode !== null) return;
     await new Promise((r) => (p.once('exit', r), p.kill('SIGKILL')));
-  };
-  await launch();
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    kill,
-    restart: launch,
-    async stop() {
-      await kill();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 }

@@ -152,4 +152,18 @@ describe('KvPredictor in-flight overlay (precise-prefix routing)', () => {
     expect(second.kvPrediction.expectedCachedTokens?.get('i1')).toBeUndefined();
     expect(second.kvPrediction.cachedTokens.get('i1')).toBe(how === 'evicted' ? 32 : 0);
   });
+
+  it('tells a routing-sync publisher each expectation and its release (the other replicas apply them)', async () => {
+    const { predictor, route } = setup();
+    const told: string[] = [];
+    predictor.publisher = {
+      expected: (instance, keys) => (told.push(`expected ${instance} ${keys.length}`), 'r1'),
+      released: (routeId) => void told.push(`released ${routeId}`),
+    };
+    const first = await route('t1', 1);
+    expect(told).toEqual(['expected i1 4']);
+    first.kvPrediction.release!();
+    first.kvPrediction.release!(); // once
+    expect(told).toEqual(['expected i1 4', 'released r1']);
+  });
 });

@@ -9,6 +9,7 @@ import {
   type RequestOutcome,
   type RouteExplanation,
   type SchedulableInstance,
+  type SchedulerOptions,
   type SchedulingConfig,
   type SchedulingRequest,
 } from '../../scheduling/index.js';
@@ -144,11 +145,14 @@ export class SchedulingAdapter {
         AdmissionOptions,
         'maxInflightBodyBytes' | 'bodyReservationBytes' | 'maxClientBodyBytes'
       >;
+      /** Load tracker and prefix indexes shared with the other replicas (`routingSync`); default local ones. */
+      sharedState?: Pick<SchedulerOptions, 'loadTracker' | 'newPrefixIndex'>;
     },
   ) {
     const { log } = deps;
     this.scheduler = new Scheduler(config.library, {
       ...(config.plugins ? { plugins: config.plugins } : {}),
+      ...deps.sharedState,
       onCircuitStateChange: (instance, from, to) => log.warn({ instance, from, to }, 'circuit state changed'),
       onMetricsFallback: (instance, why) =>
         log.warn({ instance, why }, 'engine metrics missing or stale; scoring without them'),
