@@ -29,9 +29,11 @@ export function sseError(message: string, type: string, code: number): string {
 }
 
 /**
- * Writes one SSE event as its own socket write. Node's http corks the socket for the rest of the
- * tick on a write, so events written in one tick would leave together in one write; uncorking
- * after each sends it now. vLLM's server yields one `data:` line per chunk
+ * Writes one SSE event as its own socket write. Node's http corks on a write for the rest of the tick
+ * unless the socket is already corked — Node 20 and 22 cork the socket, Node 24 the response, whose
+ * uncork then joins everything written in the tick into one HTTP chunk — so events written in one
+ * tick would leave together. Corking the socket first keeps Node from corking anything; uncorking
+ * after the write sends this event now. vLLM's server yields one `data:` line per chunk
  * (chat_completion/serving.py `chat_completion_stream_generator`) and its ASGI server sends each
  * yield as its own write, as SGLang's does (serving_chat.py `_generate_chat_stream`); a client that
  * parses each received chunk as one event (vllm-ascend's proxies) relies on it. Returns
@@ -40,8 +42,10 @@ export function sseError(message: string, type: string, code: number): string {
  */
 export function writeEvent(res: ServerResponse, event: string): boolean {
   if (event.length === 0) return true;
+  const socket = res.socket;
+  socket?.cork();
   const ok = res.write(event);
-  res.socket?.uncork();
+  socket?.uncork();
   return ok;
 }
 
