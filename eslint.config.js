@@ -6,7 +6,9 @@ import tseslint from 'typescript-eslint';
 /**
  * Import direction (docs/architecture.md, "Import direction"): which directories of src/ a directory
  * may not import. `only` lists what a directory may import besides itself; every other directory of
- * src/ is then refused. A directory listed here that does not exist yet costs nothing.
+ * src/ is then refused. `allow` names test support under a denied directory that stays importable
+ * (the in-process harness a neighbour's tests run on). A directory listed here that does not exist yet
+ * costs nothing.
  */
 const IMPORT_DIRECTION = [
   { from: 'src/protocol', only: ['src/common'], why: 'protocol imports nothing of ours but common' },
@@ -40,8 +42,30 @@ const IMPORT_DIRECTION = [
   },
   {
     from: 'src/coordinator/dispatch',
+    deny: ['src/coordinator/gateway', 'src/coordinator/apis'],
+    why: 'gateway → apis → dispatch → scheduling → registry: the pipeline does not know which client API it serves',
+  },
+  {
+    from: 'src/coordinator/apis',
     deny: ['src/coordinator/gateway'],
-    why: 'gateway → dispatch → scheduling → registry',
+    why: 'the gateway runs the adapters: an adapter does not reach back into the gateway',
+  },
+  {
+    from: 'src/coordinator/internal-request',
+    only: ['src/common', 'src/protocol'],
+    why: 'the internal request is what every coordinator folder reads: it imports only common and protocol',
+  },
+  {
+    from: 'src/coordinator/kv-routing',
+    deny: ['src/coordinator/dispatch', 'src/coordinator/gateway', 'src/coordinator/apis'],
+    allow: ['src/coordinator/dispatch/testing'],
+    why: 'dispatch → kv-routing: KV routing reads the internal request (internal-request/), not the pipeline',
+  },
+  {
+    from: 'src/coordinator/scheduling-bridge',
+    deny: ['src/coordinator/dispatch', 'src/coordinator/gateway', 'src/coordinator/apis'],
+    allow: ['src/coordinator/dispatch/testing'],
+    why: 'dispatch → scheduling-bridge: the bridge reads the internal request (internal-request/), not the pipeline',
   },
   {
     from: 'src/scheduling/plugins',
@@ -61,10 +85,19 @@ const escapeRegex = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * generated per depth: `../coordinator/x.js` is the coordinator from src/observability/a.ts, but not
  * from src/observability/sub/a.ts.
  */
-function reachRegex(dir, depth, target) {
+function reachRegex(dir, depth, target, allow = []) {
   const rel = posix.relative(dir, target);
   if (rel === '') return `^\\./`; // a sibling in the same directory
-  return `^${escapeRegex('../'.repeat(depth) + rel)}(/|$)`;
+  if (dir.startsWith(`${target}/`)) {
+    // an enclosing directory (an `only` rule of a nested one): its other children, not what lies above
+    const own = escapeRegex(posix.relative(target, dir).split('/')[0]);
+    return `^${escapeRegex(`${'../'.repeat(depth)}${rel}/`)}(?!\\.\\./)(?!${own}/)`;
+  }
+  const kept = allow
+    .filter((a) => a.startsWith(`${target}/`))
+    .map((a) => `(?!/${escapeRegex(a.slice(target.length + 1))}(/|$))`)
+    .join('');
+  return `^${escapeRegex('../'.repeat(depth) + rel)}${kept}(/|$)`;
 }
 
 const srcDirs = readdirSync(join(import.meta.dirname, 'src'), { withFileTypes: true })
@@ -88,7 +121,7 @@ function importDirectionConfigs() {
         deniedTargets(rule)
           .filter((target) => depth === 0 || target !== rule.from) // "each other": siblings only
           .map((target) => ({
-            regex: reachRegex(dir, depth, target),
+            regex: reachRegex(dir, depth, target, rule.allow),
             message: `${rule.from} must not import ${target}: ${rule.why}.`,
           })),
       );

@@ -111,4 +111,28 @@ describe('motor classify', () => {
     const text = spawnSync(process.execPath, [bin, 'classify', file], { encoding: 'utf8' });
     if (skipped) expect(text.stdout).toMatch(/^skipped: {6}/m);
   });
+
+  // vLLM's own --kv-transfer-config value, inline, as an argument string and as launch words after --
+  const NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}';
+  it.each([
+    ['bare inline JSON', [NIXL], 0, /input:\s+vLLM --kv-transfer-config JSON[\s\S]*profile:\s+handoff/],
+    ['argument string', [`--kv-transfer-config '${NIXL}'`], 0, /input:\s+launch arguments[\s\S]*handoff/],
+    ["vLLM's flag as written", ['--kv-transfer-config', NIXL], 0, /input:\s+launch arguments[\s\S]*handoff/],
+    [
+      'SGLang launch words after --',
+      ['--', '--disaggregation-mode', 'prefill', '--disaggregation-transfer-backend', 'mooncake'],
+      0,
+      /profile:\s+bootstrap/,
+    ],
+    [
+      'a typo gets the nearest name',
+      ['{"kv_connector":"NixlConnecter","kv_role":"kv_both"}'],
+      1,
+      /did you mean 'NixlConnector'\?/,
+    ],
+  ])('%s', (_name, args, status, pattern) => {
+    const run = spawnSync(process.execPath, [bin, 'classify', ...args], { encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(status);
+    expect(run.stdout).toMatch(pattern);
+  });
 });

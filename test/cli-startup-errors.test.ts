@@ -43,6 +43,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'motor-startup-errors-'));
   writeFileSync(join(dir, 'bad.yaml'), 'server: [unclosed\n');
   writeFileSync(join(dir, 'fleet.yaml'), 'instances: []\n');
+  const direct = (role: string, extra = '') =>
+    `  - { url: "http://127.0.0.1:${closedPort}", role: ${role}, mode: direct${extra} }\n`;
+  writeFileSync(
+    join(dir, 'prefill-only.yaml'),
+    'instances:\n' + direct('prefill', ', kvTransferConfig: { kv_connector: NixlConnector }'),
+  );
+  writeFileSync(join(dir, 'no-connector.yaml'), 'instances:\n' + direct('prefill') + direct('decode'));
 });
 
 afterAll(async () => {
@@ -85,7 +92,7 @@ const ROWS: [string, string[], RegExp, number][] = [
   [
     'coordinator: invalid YAML',
     ['coordinator', '-c', 'DIR/bad.yaml'],
-    /^config file \S+bad\.yaml: invalid YAML: /,
+    /^config file \S+bad\.yaml: invalid YAML at line \d+, column \d+: /,
     2,
   ],
   [
@@ -119,6 +126,24 @@ const ROWS: [string, string[], RegExp, number][] = [
   ],
   ['up: decode alone', ['up', '--prefill', '0', '--decode', '2'], /^--decode alone cannot serve/, 2],
   ['classify: missing file', ['classify', 'DIR/none.json'], /^engine config \S+: not found$/, 2],
+  [
+    'coordinator: a direct prefill-only fleet that can never route',
+    ['coordinator', '--port', '0', '-c', 'DIR/prefill-only.yaml'],
+    /^this fleet can never route: no decode instance .*prefill-only fleet.*none can register/,
+    2,
+  ],
+  [
+    'coordinator: direct instances with no connector name the key to set',
+    ['coordinator', '--port', '0', '-c', 'DIR/no-connector.yaml'],
+    /^this fleet can never route: .*set the instance's kvTransferConfig or dispatchProfile/,
+    2,
+  ],
+  [
+    'coordinator: its port is checked before the fleet is',
+    ['coordinator', '--port', 'BUSY_PORT', '-c', 'DIR/prefill-only.yaml'],
+    /in use \(server\.port\)$/,
+    3,
+  ],
 ];
 
 describe('start-up errors are one line with a non-zero exit', () => {

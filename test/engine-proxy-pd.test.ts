@@ -173,6 +173,42 @@ describe('vLLM handoff through two proxies (conformance 17, 19)', () => {
     });
   });
 
+  it('a 30 KB prompt: both engines get it whole (the body goes to undici as a list of buffers)', async () => {
+    const root = 'handoff-long';
+    const prompt = 'Spliced legs carry the prompt as views of the envelope. '.repeat(540);
+    const ids = { root, prefillUrl: proxyP.url, decodeUrl: proxyD.url };
+    const p = await post(
+      proxyP.url,
+      '/v1/chat/completions',
+      chatBody(prompt, { max_tokens: 1, stream: false, _motor_dispatch: envelope('prefill', HANDOFF, ids) }),
+    );
+    expect(p.status).toBe(200);
+    const [pReq] = await recorded(simP.url, `${root}#a1`);
+    expect(pReq!.body).toEqual({
+      ...chatBody(prompt, { max_tokens: 1, stream: false }),
+      request_id: `${root}#a1`,
+      kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false },
+      min_tokens: 1,
+    });
+    const d = await post(
+      proxyD.url,
+      '/v1/chat/completions',
+      chatBody(prompt, {
+        max_tokens: 4,
+        _motor_dispatch: envelope('decode', HANDOFF, ids),
+        _motor_prefill_result: p.json,
+      }),
+    );
+    expect(d.status).toBe(200);
+    expect(d.json.usage.prompt_tokens_details.cached_tokens).toBe(p.json.usage.prompt_tokens);
+    const [dReq] = await recorded(simD.url, `${root}#a1`);
+    expect(dReq!.body).toEqual({
+      ...chatBody(prompt, { max_tokens: 4 }),
+      request_id: `${root}#a1`,
+      kv_transfer_params: p.json.payload,
+    });
+  });
+
   it('client token ids come back only when asked for', async () => {
     const root = 'handoff-ids';
     const ids = { root, prefillUrl: proxyP.url, decodeUrl: proxyD.url };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/common/logger.js';
 import { validateCoordinatorConfig } from '../src/config/coordinator-config.js';
-import type { ClientRequest } from '../src/coordinator/dispatch/request/client-request.js';
+import type { ClientRequest } from '../src/coordinator/internal-request/client-request.js';
 import { startCoordinator, type RunningCoordinator } from '../src/coordinator/coordinator.js';
 import { KvPredictor } from '../src/coordinator/kv-routing/kv-prediction.js';
 import { PromptBlockKeys } from '../src/coordinator/kv-routing/prompt-block-keys.js';

@@ -22,6 +22,8 @@
  *   --a-config / --b-config: JSON merged over the coordinator config of that target, e.g.
  *     --b-config '{"observability":{"accessLog":false}}' to price the access log on one build.
  *   --warmup: seconds of wrk per target before the runs (twice, alternating).
+ *   --json FILE: also write the per-round CPU µs/req and req/s of each target and the ratios there
+ *     (bench:guard reads it).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -50,6 +52,7 @@ const { values } = parseArgs({
     'b-config': { type: 'string', default: '{}' },
     'server-cpus': { type: 'string', default: '0' },
     'wrk-cpus': { type: 'string', default: '1' },
+    json: { type: 'string' },
   },
 });
 const MODEL = 'motor-sim-7b';
@@ -217,6 +220,20 @@ try {
   const a = per.get('A')!.cpu;
   const b = per.get('B')!.cpu;
   const paired = a.map((x, i) => b[i]! / x);
+  if (values.json)
+    await writeFile(
+      values.json,
+      JSON.stringify({
+        mode,
+        stream: values.stream,
+        load: await loadavg(),
+        dropped,
+        a: { cpuUs: a, rps: per.get('A')!.rps, medianCpuUs: median(a) },
+        b: { cpuUs: b, rps: per.get('B')!.rps, medianCpuUs: median(b) },
+        ratioOfMedians: median(b) / median(a),
+        medianPairedRatio: median(paired),
+      }),
+    );
   console.log(
     `B/A CPU per request: ratio of medians ${(median(b) / median(a)).toFixed(3)}, of lower quartiles ` +
       `${(quantile(b, 0.25) / quantile(a, 0.25)).toFixed(3)}, median paired ratio ` +

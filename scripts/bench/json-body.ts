@@ -21,7 +21,7 @@ import { createLogger } from '../../src/common/logger.js';
 import { validateCoordinatorConfig } from '../../src/config/coordinator-config.js';
 import { startCoordinator } from '../../src/coordinator/coordinator.js';
 import { prefillShapedBody } from '../../src/coordinator/dispatch/transport/leg-request.js';
-import { validateClientRequest } from '../../src/coordinator/gateway/request-validation.js';
+import { validateClientRequest } from '../../src/coordinator/apis/openai/request-validation.js';
 import { renderPrompt } from '../../src/coordinator/kv-routing/prompt-render.js';
 
 const { values } = parseArgs({

@@ -74,8 +74,8 @@ export function profiledCoordinator(
   configFile: string,
   profileDir: string,
   cleanups: Cleanups,
+  bin = fileURLToPath(new URL('../../bin/motor.js', import.meta.url)),
 ): Promise<Listening> {
-  const bin = fileURLToPath(new URL('../../bin/motor.js', import.meta.url));
   return spawnListening(
     'profiled coordinator',
     ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, bin, 'coordinator', '--config', configFile],

@@ -46,9 +46,10 @@
  *
  * Prerequisites (the script installs nothing): `apt-get install -y nginx wrk`.
  *   npm run bench:overhead -- [--rounds 5] [--requests 200] [--warmup 2000] [--duration 5] [--tput-runs 3]
- *     [--idle-streams 9900] [--phases latency,throughput,idle,long-prompt] [--json report.json] [--baseline DIR]
+ *     [--idle-streams 9900] [--phases latency,throughput,idle,long-prompt] [--json report.json] [--baseline DIR] [--motor DIR]
  *     [--long-sizes 225,1024] [--long-requests 60] [--long-warmup 2000] [--long-concurrency 1]
  *     [--long-profile DIR]
+ *   --motor DIR: the built checkout whose coordinators are the motor-* targets (default: this one).
  *   --baseline DIR: another built checkout of Motor (e.g. `git worktree add ../base <commit> && npm ci`
  *   there); its coordinators run as extra targets `base-single` / `base-pd` on the same sims, so a
  *   change is compared with its parent side by side in one run.
@@ -96,6 +97,7 @@ const { values } = parseArgs({
     json: { type: 'string' },
     phases: { type: 'string', default: 'latency,throughput,idle,long-prompt' },
     baseline: { type: 'string' },
+    motor: { type: 'string' },
     'long-sizes': { type: 'string', default: '225,1024' },
     'long-requests': { type: 'string', default: '60' },
     'long-warmup': { type: 'string', default: '2000' },
@@ -129,6 +131,8 @@ const cleanups: Cleanups = [];
 const dir = await mkdtemp(join(tmpdir(), 'motor-overhead-'));
 cleanups.push(() => rm(dir, { recursive: true, force: true }));
 
+// --motor DIR: the built checkout whose coordinators are the motor-* targets (default: this one)
+const MOTOR_BIN = values.motor ? join(values.motor, 'bin', 'motor.js') : undefined;
 const BASELINE_BIN = values.baseline ? join(values.baseline, 'bin', 'motor.js') : undefined;
 if (BASELINE_BIN && !existsSync(BASELINE_BIN)) {
   console.error(`--baseline: ${BASELINE_BIN} not found (give a built checkout of Motor)`);
@@ -147,7 +151,7 @@ async function configFile(name: string, config: Record<string, unknown>): Promis
   return file;
 }
 async function coordinator(name: string, config: Record<string, unknown>, bin?: string): Promise<MotorChild> {
-  return motor(['coordinator', '--config', await configFile(name, config)], bin);
+  return motor(['coordinator', '--config', await configFile(name, config)], bin ?? MOTOR_BIN);
 }
 
 const PATH = '/v1/chat/completions';

@@ -5,7 +5,7 @@
  */
 import { createLogger } from '../../src/common/logger.js';
 import { validateCoordinatorConfig } from '../../src/config/coordinator-config.js';
-import type { ClientRequest } from '../../src/coordinator/dispatch/request/client-request.js';
+import type { ClientRequest } from '../../src/coordinator/internal-request/client-request.js';
 import { KvPredictor } from '../../src/coordinator/kv-routing/kv-prediction.js';
 import { PromptBlockKeys } from '../../src/coordinator/kv-routing/prompt-block-keys.js';
 import { KvEventsHub } from '../../src/kv-events/kv-events-hub.js';

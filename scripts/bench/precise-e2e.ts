@@ -23,6 +23,7 @@
  *
  *   npm run bench:precise                                   # build, then this file, 3 runs
  *   npx tsx scripts/bench/precise-e2e.ts --runs 1 --json out.json
+ *   npx tsx scripts/bench/precise-e2e.ts --routing-sync redis://127.0.0.1:6379   # replicas share state
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -66,6 +67,8 @@ const { values: flags } = parseArgs({
     'predict-requests': { type: 'string', default: '24' },
     seed: { type: 'string', default: '7' },
     json: { type: 'string' },
+    /** Redis URL: the two-replica phase shares routing state through it (coordinator `routingSync`). */
+    'routing-sync': { type: 'string' },
   },
 });
 const n = (k: keyof typeof flags): number => Number(flags[k]);
@@ -179,7 +182,7 @@ const loads: number[][] = [];
 async function phase(run: number, p: Phase, policy: Policy, replicas: 1 | 2): Promise<void> {
   const label = `${p.name} ${policy}${replicas === 2 ? ' ×2' : ''}`;
   process.stderr.write(`run ${run}: ${label} ...`);
-  const fleet = await startFleet(policy, replicas, sizing, dir);
+  const fleet = await startFleet(policy, replicas, sizing, dir, flags['routing-sync']);
   const wantsCheck = policy === 'precise' && replicas === 2 && p === chat;
   const hub = wantsCheck ? watchEvents(fleet) : null;
   try {

@@ -120,7 +120,14 @@ export interface Fleet {
 }
 
 /** Starts fresh sims (empty caches) and `replicas` coordinators routing with `policy`. */
-export async function startFleet(policy: Policy, replicas: 1 | 2, z: SimSizing, dir: string): Promise<Fleet> {
+export async function startFleet(
+  policy: Policy,
+  replicas: 1 | 2,
+  z: SimSizing,
+  dir: string,
+  /** A Redis URL: two replicas share their routing state through it (`routingSync`). */
+  routingSyncUrl?: string,
+): Promise<Fleet> {
   const children: MotorChild[] = [];
   let proxy: Server | null = null;
   const close = async () => {
@@ -176,6 +183,13 @@ export async function startFleet(policy: Policy, replicas: 1 | 2, z: SimSizing, 
         ...(policy === 'precise-events' ? { kvEvents: { inflightTtlMs: 0 } } : {}),
         timeouts: { firstTokenMs: 120_000 },
         observability: { accessLog: false },
+        ...(routingSyncUrl !== undefined &&
+          replicas === 2 && {
+            routingSync: {
+              redis: { url: routingSyncUrl },
+              channel: `motor-bench-${process.pid}-${Date.now()}`,
+            },
+          }),
       }),
     );
     const coords = await Promise.all(

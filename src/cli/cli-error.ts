@@ -10,7 +10,7 @@ export const EXIT_CODES = [
   [
     1,
     'the command ran and the answer is no — `classify`: the config classifies as `unknown` (never paired); ' +
-      '`doctor`: drift; `bench`: a target answered nothing — or it failed while running (a child process died)',
+      '`doctor`, `verify`: drift; `bench`: a target answered nothing — or it failed while running (a child process died)',
   ],
   [
     2,
@@ -20,7 +20,7 @@ export const EXIT_CODES = [
   [
     3,
     'something the command needs is unavailable: a port in use or not bindable, etcd unreachable, the ' +
-      'coordinator unreachable or not answering with a report (`doctor`)',
+      'coordinator unreachable or not answering with a report (`doctor`), no engine answering (`verify`)',
   ],
 ] as const;
 

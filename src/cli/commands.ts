@@ -6,6 +6,7 @@ import { registerDoctor } from './doctor.js';
 import { registerEngineProxy } from './engine-proxy.js';
 import { registerSim } from './sim.js';
 import { registerUp } from './up.js';
+import { registerVerify } from './verify.js';
 
 /** Every CLI command registers itself on the root program; this list is the only wiring point. */
 export type RegisterCommand = (program: Command) => void;
@@ -18,4 +19,5 @@ export const commands: RegisterCommand[] = [
   registerEngineProxy,
   registerBench,
   registerDoctor,
+  registerVerify,
 ];

@@ -68,6 +68,16 @@ export function registerCoordinator(program: Command): void {
           'empty fleet: no instances in the config, no management port and no etcd registry; ' +
             'every request will fail',
         );
+      if (!worker) {
+        // its own ports first: a busy port is the answer, before the fleet is read or probed
+        const { assertPortFree } = await import('./port-free.js');
+        await assertPortFree(config.server.host, config.server.port, 'server.port');
+        if (config.management.port !== null)
+          await assertPortFree(config.management.host, config.management.port, 'management.port');
+        const neverRoutes = await staticFleetNeverRoutes(config);
+        if (neverRoutes?.refuse) throw new CliError(neverRoutes.message, EXIT_BAD_INPUT);
+        if (neverRoutes) log.warn(neverRoutes.message);
+      }
       if (cluster?.isPrimary) return runWorkersPrimary(config, workers, log);
       const [{ onShutdown }, { startCoordinator }] = await Promise.all([
         import('../common/shutdown.js'),
@@ -127,6 +137,35 @@ async function startupError(err: unknown, config: CoordinatorConfig): Promise<Cl
   }
   const port = (err as { port?: unknown }).port;
   return listenError(err, port === config.management.port ? 'management.port' : 'server.port');
+}
+
+/**
+ * A fleet that is fixed for the process's life (every instance direct, so its capabilities are known
+ * now; no management port and no etcd, so none can be added) and gives some model no route can never
+ * serve it: the scheduler's own reason, which names the role or key that is missing.
+ */
+async function staticFleetNeverRoutes(
+  config: CoordinatorConfig,
+): Promise<{ message: string; refuse: boolean } | null> {
+  const { instances, management, registry, scheduling } = config;
+  if (instances.length === 0 || management.port !== null || registry.store !== 'memory') return null;
+  if (instances.some((i) => i.mode !== 'direct')) return null;
+  const { topologyReport } = await import('../coordinator/gateway/readiness.js');
+  const report = topologyReport(
+    instances.map((i) => ({ ...i, inFlight: 0 })),
+    {
+      unionFallback: scheduling.library.fallback.union,
+      degradedPrefill: scheduling.library.fallback.degradedPrefill,
+      planPreference: scheduling.library.planPreference,
+    },
+  );
+  if (report.ready) return null;
+  const why = Object.values(report.models).find((route) => route.startsWith('no ')) ?? 'no route';
+  const message = `this fleet can never route: ${why} (every instance is direct and none can register: no management.port, registry.store memory)`;
+  // Pairs whose known profiles share no dispatch plan ("decode instances lack …") start anyway,
+  // unready, and answer 503 naming the missing capability: such a fleet fails closed at request time.
+  // Only a missing role or an instance with no known profile is refused here.
+  return { message, refuse: !why.includes(' instances lack ') };
 }
 
 /** `--workers N` in the primary: checks the config can be shared, then forks and supervises the workers. */

@@ -84,3 +84,25 @@ describe('motor engine-proxy flags (credentials, bootstrap host)', () => {
     );
   });
 });
+
+describe('motor engine-proxy --engine-config reads what motor classify reads', () => {
+  it.each<[string, string, unknown]>([
+    [
+      "vLLM's bare --kv-transfer-config JSON, inline",
+      '{"kv_connector":"NixlConnector","kv_role":"kv_both"}',
+      { engine: 'vllm', dispatchProfile: 'handoff', kvConnector: 'NixlConnector' },
+    ],
+    [
+      'SGLang launch arguments',
+      '--disaggregation-mode prefill --disaggregation-transfer-backend mooncake',
+      { engine: 'sglang', dispatchProfile: 'bootstrap' },
+    ],
+  ])('%s', async (_name, engineConfig, want) => {
+    expect(await resolveOptions(cli({ engineConfig }))).toMatchObject(want as object);
+  });
+
+  it('a typo refuses to start, naming the nearest connector', async () => {
+    const problem = await resolveOptions(cli({ engineConfig: '{"kv_connector":"NixlConnecter"}' }));
+    expect(problem).toMatch(/^refusing to start a prefill proxy .*did you mean 'NixlConnector'\?/);
+  });
+});

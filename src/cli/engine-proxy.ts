@@ -4,7 +4,8 @@ import { intArg } from './number-arg.js';
 import { parsePeerSecrets, PEER_SECRET_ENV, type PeerSecretSource } from '../common/peer-secrets.js';
 import { EXIT_BAD_INPUT, EXIT_FAILED, listenError } from './cli-error.js';
 import { placeholderSecretProblems } from '../common/placeholder-secret.js';
-import { readStructuredFile, StructuredFileError } from '../common/structured-file.js';
+import { StructuredFileError } from '../common/structured-file.js';
+import { readEngineConfig } from '../protocol/engine-config-input.js';
 import { serverLimitsProblem } from '../common/server-limits.js';
 import { bootstrapHostProblem } from '../engine-proxy/bootstrap-host.js';
 import { ENGINE_PROXY_DEFAULTS, type EngineProxyOptions } from '../engine-proxy/options.js';
@@ -71,7 +72,8 @@ export function registerEngineProxy(program: Command): void {
     )
     .option(
       '--engine-config <file>',
-      'engine config, JSON or YAML (as `motor classify` reads it); required for prefill/decode',
+      'engine config: a JSON or YAML file, inline JSON or a launch-argument string, as `motor classify` ' +
+        'reads it; required for prefill/decode',
     )
     .addOption(
       new Option('--engine <kind>', 'engine kind (default: engine_type in the config, else vllm)').choices([
@@ -340,7 +342,7 @@ export async function resolveOptions(cli: CliOptions): Promise<EngineProxyOption
   let config: unknown = {};
   if (cli.engineConfig !== undefined) {
     try {
-      config = await readStructuredFile(cli.engineConfig, '--engine-config');
+      ({ config } = await readEngineConfig(cli.engineConfig, '--engine-config'));
     } catch (err) {
       if (!(err instanceof StructuredFileError)) throw err;
       return err.message;

@@ -231,6 +231,15 @@ export function registerSim(program: Command): void {
       "the next N decode/single requests fail with the engine's generation error (stream: 200, then an error event)",
       intArg('--fault-stream-error-first'),
     )
+    .option(
+      '--fault-ignore-remote-kv',
+      'P/D decode: recompute the prompt although KV arrived (reports only local cached tokens)',
+    )
+    .option(
+      '--fault-drop-kv-params <keys>',
+      'handoff prefill: comma-separated keys left out of kv_transfer_params',
+      (v: string) => v.split(',').filter((k) => k.length > 0),
+    )
     .option('--fault-match-path <path>', 'only inject faults on this route')
     .addOption(
       new Option('--fault-match-kv <which>', 'only requests with/without P/D fields').choices([
@@ -258,6 +267,8 @@ export function registerSim(program: Command): void {
         ['faultSlowDecode', 'slow_decode_factor'],
         ['faultRefuseConnections', 'refuse_connections'],
         ['faultStreamErrorFirst', 'stream_error_first'],
+        ['faultIgnoreRemoteKv', 'ignore_remote_kv'],
+        ['faultDropKvParams', 'drop_kv_params'],
         ['faultMatchPath', 'match_path'],
         ['faultMatchKv', 'match_kv'],
       ];

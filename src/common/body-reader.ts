@@ -87,10 +87,11 @@ export class BodyReader {
    * Parses bytes already read; refuses invalid JSON, and, before parsing (one byte scan), bodies
    * nested deeper than `maxDepth` (re-serialising one overflows the stack) or with more than
    * `maxKeys` keys (parsing and walking them blocks the event loop for seconds). `members` receives
-   * the top-level members' offsets found by that scan (json-shape.ts; none when no bound is set).
+   * the top-level members' offsets found by that scan (json-shape.ts); asking for them runs the scan
+   * even without a bound.
    */
   parseJson(raw: Buffer, members?: number[]): unknown {
-    if (this.maxDepth !== Infinity || this.maxKeys !== Infinity) {
+    if (members !== undefined || this.maxDepth !== Infinity || this.maxKeys !== Infinity) {
       const shape = checkJsonShape(raw, this, members);
       if (shape === 'too_deep') throw this.errors.tooDeep(this.maxDepth);
       if (shape === 'too_many_keys') throw this.errors.tooManyKeys(this.maxKeys);

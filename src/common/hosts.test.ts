@@ -12,13 +12,19 @@ describe('host kinds', () => {
     ['[::]', false, true],
     ['10.0.0.5', false, false],
     ['decode.example', false, false],
+    // 127.0.0.0/8 written as IPv6 that reaches it on this host (as the URL parser writes them)
+    ['[::ffff:7f00:1]', true, false], // IPv4-mapped: http://[::ffff:127.0.0.1]/
+    ['[::ffff:0:7f00:1]', true, false], // IPv4-translated
+    ['[::7f00:1]', true, false], // IPv4-compatible
+    ['[::ffff:a00:5]', false, false],
+    ['[64:ff9b::7f00:1]', false, false], // NAT64 goes to a gateway, not this host
   ])('%s: loopback %s, wildcard %s', (host, loopback, wildcard) => {
     expect(isLoopbackHost(host)).toBe(loopback);
     expect(isWildcardHost(host)).toBe(wildcard);
   });
 });
 
-describe('isLinkLocalOrMetadataHost (issue 15 finding 10: admin URLs)', () => {
+describe('isLinkLocalOrMetadataHost (instance URLs the management API refuses)', () => {
   it.each([
     ['169.254.169.254', true],
     ['169.254.0.1', true],
@@ -27,6 +33,17 @@ describe('isLinkLocalOrMetadataHost (issue 15 finding 10: admin URLs)', () => {
     ['[fec0::1]', false],
     ['[::ffff:a9fe:a9fe]', true], // http://[::ffff:169.254.169.254]/ as the URL parser writes it
     ['[::ffff:a00:5]', false],
+    // IPv6 spellings that reach an IPv4 metadata or link-local address (as the URL parser writes them)
+    ['[::ffff:0:a9fe:a9fe]', true], // IPv4-translated
+    ['[::a9fe:a9fe]', true], // IPv4-compatible: http://[::169.254.169.254]/
+    ['[64:ff9b::a9fe:a9fe]', true], // NAT64 well-known prefix
+    ['[64:ff9b:0:0:0:0:a9fe:a9fe]', true],
+    ['[64:ff9b::a00:5]', false],
+    ['[::ffff:6464:64c8]', true], // Alibaba 100.100.100.200, mapped
+    ['168.63.129.16', true], // Azure WireServer
+    ['[::ffff:a83f:8110]', true],
+    ['[64:ff9b::a83f:8110]', true],
+    ['[2001:db8::a9fe:a9fe]', false],
     ['metadata.google.internal', true],
     ['Metadata.Google.Internal.', true],
     ['metadata', true],

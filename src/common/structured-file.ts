@@ -32,9 +32,16 @@ export async function readStructuredFile(file: string, label: string): Promise<u
   try {
     return (parseYaml(text) as unknown) ?? {};
   } catch (err) {
-    // the yaml package appends a code frame after the first line
-    const line = (err as Error).message.split('\n', 1)[0]!;
-    throw new StructuredFileError(`${label} ${file}: invalid YAML: ${line}`);
+    // the yaml package appends a multi-line code frame; one line keeps the line number and the
+    // offending line itself instead
+    const reason = (err as Error).message.split('\n', 1)[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    const at = (err as { linePos?: { line: number; col: number }[] }).linePos?.[0];
+    if (at === undefined) throw new StructuredFileError(`${label} ${file}: invalid YAML: ${reason}`);
+    const excerpt = text.split(/\r?\n/)[at.line - 1]?.trim() ?? '';
+    throw new StructuredFileError(
+      `${label} ${file}: invalid YAML at line ${at.line}, column ${at.col}: ${reason}` +
+        (excerpt ? ` (line ${at.line}: ${JSON.stringify(excerpt)})` : ''),
+    );
   }
 }
 

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { didYouMean, nearest } from '../common/did-you-mean.js';
 
 /**
  * Section-by-section parsing of a config object, so that one bad section never hides the issues of
@@ -15,13 +16,44 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out === '' ? '(root)' : out;
 }
 
-/** One zod issue as `path: message`, the path under `prefix`. */
-export function issueLine(issue: z.core.$ZodIssue, prefix: readonly PropertyKey[] = []): string {
-  const message =
-    issue.code === 'unrecognized_keys'
-      ? `unknown key(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}`
-      : issue.message.replace(/^Invalid (input|option): /, '');
+/**
+ * One zod issue as `path: message`, the path under `prefix`. With `input` (the value the issue's path
+ * starts from), a bad enum value is echoed with the allowed set and the nearest, and an unknown key
+ * gets the nearest known key of its object (`instance` → `instances`).
+ */
+export function issueLine(
+  issue: z.core.$ZodIssue,
+  prefix: readonly PropertyKey[] = [],
+  input?: unknown,
+  knownKeys?: readonly string[],
+): string {
+  let message: string;
+  if (issue.code === 'unrecognized_keys') {
+    message = `unknown key(s) ${issue.keys.map((k) => `'${k}'${suggestKey(k, knownKeys)}`).join(', ')}`;
+  } else if (issue.code === 'invalid_value' && input !== undefined) {
+    const bad = valueAt(input, issue.path);
+    const allowed = issue.values.map(String);
+    message =
+      `${JSON.stringify(bad)} is not one of ${allowed.join(', ')}` +
+      (typeof bad === 'string' ? didYouMean(bad, allowed) : '');
+  } else {
+    message = issue.message.replace(/^Invalid (input|option): /, '');
+  }
   return `${formatPath([...prefix, ...issue.path])}: ${message}`;
+}
+
+function suggestKey(key: string, known: readonly string[] | undefined): string {
+  const match = known === undefined ? undefined : nearest(key, known);
+  return match === undefined ? '' : ` (did you mean '${match}'?)`;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
 }
 
 export interface ParsedSections<T> {
@@ -57,7 +89,7 @@ export function parseSections<S extends z.ZodObject>(
       value.forEach((entry, index) => {
         const parsed = entrySchema.safeParse(entry);
         if (parsed.success) good.push({ value: parsed.data, index });
-        else out.issues.push(...parsed.error.issues.map((i) => issueLine(i, [key, index])));
+        else out.issues.push(...parsed.error.issues.map((i) => issueLine(i, [key, index], entry)));
       });
       (out.entries as Record<string, unknown>)[key] = good;
       if (good.length === value.length) data[key] = good.map((g) => g.value);
@@ -65,11 +97,13 @@ export function parseSections<S extends z.ZodObject>(
     }
     const parsed = section.safeParse(value);
     if (parsed.success) data[key] = parsed.data;
-    else out.issues.push(...parsed.error.issues.map((i) => issueLine(i, [key])));
+    else out.issues.push(...parsed.error.issues.map((i) => issueLine(i, [key], value)));
   }
   // last, as zod reports them
   const unknown = Object.keys(raw).filter((k) => !(k in shape));
   if (unknown.length > 0)
-    out.issues.push(`(root): unknown key(s) ${unknown.map((k) => `'${k}'`).join(', ')}`);
+    out.issues.push(
+      `(root): unknown key(s) ${unknown.map((k) => `'${k}'${suggestKey(k, Object.keys(shape))}`).join(', ')}`,
+    );
   return out;
 }

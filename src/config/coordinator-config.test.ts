@@ -30,12 +30,18 @@ describe('coordinator config validation', () => {
     ],
     [
       { instances: [{ url: 'http://a:1', role: 'worker' }] },
-      'instances[0].role: expected one of "prefill"|"decode"|"union"',
+      'instances[0].role: "worker" is not one of prefill, decode, union',
     ],
     [{ server: { port: 'x' } }, 'server.port: expected number, received string'],
     [{ retry: { maxAttempts: 0 } }, 'retry.maxAttempts: Too small: expected number to be >=1'],
     [{ timeouts: { idleMs: -1 } }, 'timeouts.idleMs: Too small: expected number to be >=0'],
     [{ bogus: 1 }, "(root): unknown key(s) 'bogus'"],
+    // the bad value echoed with the allowed set, and the nearest valid key or value suggested
+    [
+      { instances: [{ url: 'http://a:1', role: 'prefil' }] },
+      `instances[0].role: "prefil" is not one of prefill, decode, union; did you mean 'prefill'?`,
+    ],
+    [{ instance: [] }, "(root): unknown key(s) 'instance' (did you mean 'instances'?)"],
     [{ observability: { requireApiKey: true } }, 'observability.requireApiKey: needs server.apiKeys'],
     [
       { instances: [{ url: 'http://a:1', role: 'prefill', dispatchProfile: 'nope' }] },
@@ -50,7 +56,10 @@ describe('coordinator config validation', () => {
       },
       "instances[1].id: duplicate id 'x'",
     ],
-    [{ dispatch: { prefillFailurePolicy: 'ignore' } }, 'dispatch.prefillFailurePolicy: expected one of'],
+    [
+      { dispatch: { prefillFailurePolicy: 'ignore' } },
+      'dispatch.prefillFailurePolicy: "ignore" is not one of error, retry, fallback-decode-only',
+    ],
   ])('%j → %s', (raw, expected) => {
     expect(errorsOf(raw).join('\n')).toContain(expected);
   });
@@ -152,7 +161,7 @@ describe('coordinator config: every issue at once (issue 18 item 6)', () => {
       'a bad dispatch section does not hide a scheduling plugin type',
       { dispatch: { prefillFailurePolicy: 'ignore' }, ...plugin('nope') },
       [
-        'dispatch.prefillFailurePolicy: expected one of',
+        'dispatch.prefillFailurePolicy: "ignore" is not one of error, retry, fallback-decode-only',
         "scheduling.decode.picker.type: unknown picker 'nope'",
       ],
     ],

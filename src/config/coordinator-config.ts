@@ -19,6 +19,7 @@ import { kvHashSection } from './kv-hash-section.js';
 import { resolveInstance } from './resolve-instance.js';
 import { migrationSection } from './migration-section.js';
 import { responsesSection } from './responses-section.js';
+import { routingSyncSection } from './routing-sync-section.js';
 import { decodeFirstSection, decodeFirstWarnings } from './decode-first-section.js';
 
 /**
@@ -144,6 +145,14 @@ export const coordinatorConfigSchema = z.strictObject({
         .describe(
           'which shared plan wins when a pair shares several (the default of `scheduling.planPreference`)',
         ),
+      oneInstanceRoles: z
+        .array(z.enum(['union', 'decode', 'prefill']))
+        .min(1)
+        .default(['union', 'decode'])
+        .describe(
+          'roles that serve requests with no generation (embeddings, tokenize, detokenize, rerank, score, ' +
+            'pooling), tried in order: the first role with an available instance serving the model wins',
+        ),
     })
     .prefault({})
     .describe('how a request runs over the instances it is given'),
@@ -158,6 +167,7 @@ export const coordinatorConfigSchema = z.strictObject({
     .describe('new attempts, only before the first byte reached the client'),
   migration: migrationSection,
   responses: responsesSection,
+  routingSync: routingSyncSection,
   decodeFirst: decodeFirstSection,
   timeouts: timeoutsSection,
   kvHash: kvHashSection,

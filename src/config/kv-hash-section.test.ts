@@ -34,7 +34,7 @@ describe('kvHash section', () => {
     [group({ blockHash: {} }), 'kvHash.groups[0].blockHash.seed: expected string, received undefined'],
     [
       group({ blockHash: { seed: '0', algo: 'xxhash' } }),
-      'kvHash.groups[0].blockHash.algo: expected one of "sha256"|"sha256_cbor"',
+      'kvHash.groups[0].blockHash.algo: "xxhash" is not one of sha256, sha256_cbor',
     ],
     [group({ blockHash: { seed: '0', blockSize: 0 } }), 'kvHash.groups[0].blockHash.blockSize: Too small'],
     [group({ models: [] }), 'kvHash.groups[0].models: Too small'],

@@ -7,7 +7,7 @@ import {
 import type { InstanceConfig, ResolvedInstance } from './coordinator-config.js';
 import * as engineKeys from './engine-credentials.js';
 import { instanceProfile } from './instance-profile.js';
-import { unknownKvTransferKeys } from './kv-transfer-fields.js';
+import { unknownKvTransferKeys } from '../protocol/kv-transfer-fields.js';
 
 /** What resolving the static instances collects: keys by id, issues (errors) and warnings. */
 export interface InstanceResolution {

@@ -27,6 +27,8 @@ import type { KvPredictor } from './kv-routing/kv-prediction.js';
 import { promptTokenCounter } from './apis/prompt-token-count.js';
 import { createResponseStore } from '../state/response-store/index.js';
 import { ResponseStoreMetrics } from '../observability/response-store-metrics.js';
+import { registerRoutingSyncMetrics } from '../observability/routing-sync-metrics.js';
+import type { RoutingSync } from '../state/routing-sync/index.js';
 import { CachedTokensSamples } from './doctor/cached-tokens-samples.js';
 import { Doctor } from './doctor/doctor.js';
 import { DOCTOR_PATH, doctorRoute } from './doctor/doctor-route.js';
@@ -97,6 +99,9 @@ export async function createCoordinatorApp(
   const peerSecrets = await coordinatorPeerSecrets(config, log);
   const plane = overrides.source ? null : await startControlPlane(config, log, upstreams);
   const source = overrides.source ?? plane?.source ?? new StaticInstanceSource(config.instances);
+  // an injected scheduler keeps its own state: there is nothing to share it through
+  const routingSync =
+    config.routingSync && !overrides.scheduling ? await createRoutingSync(config, log) : null;
   const scheduling =
     overrides.scheduling ??
     new SchedulingAdapter(config.scheduling, {
@@ -104,6 +109,9 @@ export async function createCoordinatorApp(
       upstreams,
       log,
       bodyBudget: bodyBudget(config.server),
+      ...(routingSync && {
+        sharedState: { loadTracker: routingSync.loads, newPrefixIndex: routingSync.newPrefixIndex },
+      }),
     });
   const triggers = new TakeOnceStore<PendingTrigger>();
   let kvEvents: KvEventsHub | null = null;
@@ -177,6 +185,7 @@ export async function createCoordinatorApp(
       timeoutMs: config.timeouts.firstTokenMs,
     }),
     responses: { store: responseStore, maxChainDepth: config.responses.maxChainDepth },
+    kvLoadDegraded: () => obs.observability.kvLoadWatch.degraded(),
   });
   const managementProviders: ManagementProviders = {
     load: (id) => scheduling.scheduler.loadTracker.get(id),
@@ -194,6 +203,20 @@ export async function createCoordinatorApp(
   scheduling.start();
   kvEvents = await startKvEvents(config, log, obs.observability, plane?.registry ?? null);
   kvPredictor = await startKvPredictor(config, kvEvents, log);
+  if (routingSync) {
+    if (kvPredictor) kvPredictor.publisher = routingSync.shareExpectations(kvPredictor.inflight);
+    registerRoutingSyncMetrics(metrics.registry, () => routingSync.stats);
+    // the warm start: the listener opens (and /ready answers) only once the siblings' state is in
+    await routingSync.start();
+    log.info(
+      {
+        replica: routingSync.replicaId,
+        warmStart: routingSync.stats.warmStart,
+        peers: routingSync.stats.peers,
+      },
+      'routing sync: started',
+    );
+  }
   return {
     // While draining, a metaserver call still reaches its route: it completes a direct-trigger request
     // already in flight (an unknown token is a 404 there, as ever).
@@ -219,6 +242,7 @@ export async function createCoordinatorApp(
     async close(graceMs) {
       const cut = await drain.close(graceMs);
       scheduling.close();
+      await routingSync?.close();
       await kvEvents?.close();
       await kvPredictor?.close();
       await responseStore?.close();
@@ -229,6 +253,12 @@ export async function createCoordinatorApp(
       return cut;
     },
   };
+}
+
+/** The `routingSync` section's sync (loaded only when the section is set). */
+async function createRoutingSync(config: CoordinatorConfig, log: Logger): Promise<RoutingSync> {
+  const { createRedisRoutingSync } = await import('../state/routing-sync/index.js');
+  return createRedisRoutingSync(config.routingSync!, config.responses.redis.url, log);
 }
 
 /** The base URL a request reached this process on (its socket's local address). */

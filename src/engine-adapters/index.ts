@@ -63,6 +63,7 @@ export {
   resolveSglangBootstrapPort,
   urlPort,
   SGLANG_SERVER_INFO_PATHS,
+  type SglangBootstrapPort,
   type SglangServerInfo,
 } from './sglang-server-info.js';
 export { decodeKvLoad, type KvLoad, type KvLoadVerdict } from './kv-load.js';

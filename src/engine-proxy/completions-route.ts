@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isPlainObject } from '../common/http.js';
+import { jsonSource } from '../common/json-splice.js';
 import type { ClientRoute } from '../engine-adapters/index.js';
 import { MOTOR_DISPATCH_KEY, MOTOR_KEY_PREFIX, MOTOR_PREFILL_RESULT_KEY } from '../protocol/index.js';
 import { checkEnvelope } from './envelope.js';
@@ -30,7 +31,8 @@ export async function completionsRoute(
   if (raw.indexOf(MOTOR_KEY_OPENING) < 0 && raw.indexOf('\\u') < 0) {
     return passThrough(ctx, req, res, raw, path);
   }
-  const body = ctx.bodies.parseJson(raw);
+  const members: number[] = [];
+  const body = ctx.bodies.parseJson(raw, members);
   if (!isPlainObject(body)) return passThrough(ctx, req, res, raw, path);
   if (!(MOTOR_DISPATCH_KEY in body)) {
     if (!(MOTOR_PREFILL_RESULT_KEY in body)) return passThrough(ctx, req, res, raw, path);
@@ -49,7 +51,8 @@ export async function completionsRoute(
     return sendError(res, new ProxyError(begun.code, begun.message));
   }
   if (leg === 'trigger_prefill') return prepareTriggerLeg(ctx, res, envelope, begun.handle, path);
-  const attempt = new LegAttempt(ctx, req, res, begun.handle, dispatch, leg);
+  // the engine body is spliced from these bytes: the adapter changes only top-level members
+  const attempt = new LegAttempt(ctx, req, res, begun.handle, dispatch, leg, jsonSource(raw, members, body));
   if (leg === 'handoff_prefill' || leg === 'bootstrap_prefill')
     return runPrefillLeg(ctx, attempt, envelope, path);
   return runGenerationLeg(ctx, attempt, envelope, path, route);

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, Pool } from 'undici';
+import { Agent, Pool, type Dispatcher } from 'undici';
 import { PEER_SECRET_HEADER } from '../common/peer-secrets.js';
+import { undiciBody, type RequestBody } from '../common/request-body.js';
 
 /** Never forwarded either way: hop-by-hop headers, and the peer secret (it is for this proxy alone). */
 const HOP_BY_HOP = new Set([
@@ -49,7 +50,8 @@ export interface UpstreamRequest {
   method: 'GET' | 'POST';
   path: string;
   headers: Record<string, string>;
-  body?: string | Buffer;
+  /** A leg spliced from the envelope's bytes is the list of its buffers (json-splice.ts). */
+  body?: RequestBody;
   signal?: AbortSignal;
   /** Overrides the client's default headers/body timeout (ms). */
   timeoutMs?: number;
@@ -115,11 +117,14 @@ export class EngineClient implements EngineTransport {
 
   request(req: UpstreamRequest): Promise<EngineResponse> {
     const timeout = req.timeoutMs ?? this.timeoutMs;
+    const { body, headers } =
+      req.body === undefined ? { body: null, headers: req.headers } : undiciBody(req.body, req.headers);
     return this.pool.request({
       method: req.method,
       path: req.path,
-      headers: req.headers,
-      body: req.body ?? null,
+      headers,
+      // undici writes an iterable chunk by chunk under the given content-length (Dispatcher.md `body`)
+      body: body as Dispatcher.DispatchOptions['body'],
       signal: req.signal ?? null,
       headersTimeout: timeout,
       bodyTimeout: timeout,

@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { stringifyWithBigInt } from '../common/json-bigint.js';
+import { spliceJson, type JsonSource } from '../common/json-splice.js';
+import { bodyLength } from '../common/request-body.js';
 import type { EngineRequest, LegKind } from '../engine-adapters/index.js';
 import type { MotorDispatch } from '../protocol/index.js';
 import type { AttemptHandle } from './attempt-tracker.js';
@@ -35,7 +37,7 @@ export interface WholeReply {
  * - the engine answered >= 400            → finish, count `engine_error`, stop the peer leg, relay it.
  */
 export class LegAttempt {
-  /** Length of the body sent to the engine (characters), for the upload-refusal rule. */
+  /** Length of the body sent to the engine (bytes when spliced, else characters), for the upload-refusal rule. */
   private sentChars = 0;
 
   constructor(
@@ -46,6 +48,8 @@ export class LegAttempt {
     readonly handle: AttemptHandle,
     readonly dispatch: MotorDispatch,
     readonly leg: LegKind,
+    /** The envelope's bytes the engine body is spliced from; null: serialised whole. */
+    private readonly source: JsonSource | null = null,
   ) {}
 
   /** Counts an outcome: completed, rejected, stopped, upstream_error, engine_error. */
@@ -175,8 +179,10 @@ export class LegAttempt {
   }
 
   private send(path: string, built: EngineRequest, signal: AbortSignal): Promise<EngineResponse> {
-    const body = stringifyWithBigInt(built.body);
-    this.sentChars = body.length;
+    // The members the adapter kept are copied from the envelope's bytes (views, no re-serialisation
+    // of the prompt); the ones it added or changed, and the Motor fields it dropped, are not.
+    const body = this.source ? spliceJson(this.source, built.body) : stringifyWithBigInt(built.body);
+    this.sentChars = bodyLength(body);
     return this.ctx.engine.request({
       method: 'POST',
       path,

@@ -66,6 +66,7 @@ export class CoordinatorMetrics {
   readonly stops: Counter<'reason' | 'result'>;
   readonly decisions: Counter<'kind' | 'plan'>;
   readonly prefillKvSkipped: Counter<'instance' | 'reason'>;
+  readonly kvLoad: Counter<'prefill' | 'decode' | 'verdict'>;
   readonly migrations: Counter<'reason' | 'outcome'>;
   readonly migrationResume: Histogram;
   readonly inFlight: Gauge;
@@ -147,6 +148,15 @@ export class CoordinatorMetrics {
       name: 'motor_scheduling_decisions_total',
       help: 'Routes chosen per attempt: kind pd (prefill+decode pair) or single (union / decode-only / degraded), by plan',
       labelNames: ['kind', 'plan'],
+      registers,
+    });
+    this.kvLoad = new Counter({
+      name: 'motor_kv_load_total',
+      help:
+        "P/D requests by whether the decode loaded the prompt's KV, judged from the decode's own usage " +
+        '(verdict loaded: cached_tokens at least half the prompt; not_loaded: it recomputed the prompt, a ' +
+        'silent P/D failure; unknown: the engine reports no cached tokens), per prefill/decode pair',
+      labelNames: ['prefill', 'decode', 'verdict'],
       registers,
     });
     this.prefillKvSkipped = new Counter({

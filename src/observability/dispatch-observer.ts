@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { KvLoadVerdict } from '../engine-adapters/kv-load.js';
 import { DispatchStopState, enumValues } from '../protocol/index.js';
 
 /**
@@ -59,6 +60,11 @@ export interface RequestObserver {
    * prompt (never a failure of the instance).
    */
   prefillKvSkipped(instanceId: string, reason: PrefillKvSkipReason): void;
+  /**
+   * The decode of a P/D attempt reported its usage: whether it loaded the KV it was handed
+   * (engine-adapters kv-load.ts), once per attempt.
+   */
+  kvLoad?(prefillId: string, decodeId: string, verdict: KvLoadVerdict): void;
   /** Stops sent for a failed attempt (one per instance); `result` is the engine's stop state or an error class. */
   stopResult(reason: string, result: string): void;
   /**

@@ -92,7 +92,11 @@ export function createObservabilityRoutes(
       now,
       uptimeSeconds: Math.round((now - startedAt) / 1000),
       inFlight: obs.inFlightRequests(),
-      totals: { requests: obs.recent.total, errors: obs.recent.errorsTotal },
+      totals: {
+        requests: obs.recent.total,
+        errors: obs.recent.errorsTotal,
+        client_disconnected: obs.recent.clientDisconnectedTotal,
+      },
       window: obs.recent.window(now, 60),
       instances,
       recent: obs.recent.list(50),

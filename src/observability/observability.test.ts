@@ -79,6 +79,17 @@ describe('RecentRequests', () => {
     expect(r.errorsTotal).toBe(1);
   });
 
+  it.each([
+    ['client_disconnect', 0, 1],
+    ['engine_error', 1, 0],
+    ['ok', 0, 0],
+  ])('a request ending %s: %i errors, %i client hang-ups', (outcome, errors, gone) => {
+    const r = new RecentRequests(10, 100);
+    r.add(summary(1, { endedAt: 1000, outcome }));
+    expect(r.window(1000, 60)).toMatchObject({ errors, clientDisconnected: gone });
+    expect([r.errorsTotal, r.clientDisconnectedTotal]).toEqual([errors, gone]);
+  });
+
   it('sample memory is fixed: old samples are overwritten', () => {
     const r = new RecentRequests(0, 4);
     for (let i = 1; i <= 10; i++) r.add(summary(i, { endedAt: 1000 }));

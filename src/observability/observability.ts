@@ -1,6 +1,7 @@
 import type { Span, Context } from '@opentelemetry/api';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../common/logger.js';
+import type { KvLoadVerdict } from '../engine-adapters/kv-load.js';
 import {
   boundedCode,
   boundedFlow,
@@ -17,6 +18,7 @@ import type {
   RequestStartInfo,
   RouteSummary,
 } from './dispatch-observer.js';
+import { KvLoadWatch } from './kv-load-watch.js';
 import { RecentRequests, type LegSummary, type RequestSummary } from './recent-requests.js';
 import { endSpan, forwardableTraceContext, type Tracing } from './tracing.js';
 
@@ -57,6 +59,9 @@ export class Observability implements DispatchObserver {
   readonly tracing: Tracing | null;
   private readonly accessLog: Logger | null;
   private active = 0;
+
+  /** Recent `kv_not_loaded` outcomes per pair (`/ready` shows degraded pairs). */
+  readonly kvLoadWatch = new KvLoadWatch();
 
   constructor(opts: ObservabilityOptions) {
     this.metrics = opts.metrics;
@@ -118,6 +123,7 @@ export class Observability implements DispatchObserver {
         ttft_ms: summary.ttftMs,
         duration_ms: summary.durationMs,
         frames: summary.frames,
+        ...(rec.kvLoadVerdict === null ? {} : { kv_load: rec.kvLoadVerdict }),
         trace_id: rec.traceId,
       },
       'request',
@@ -151,6 +157,8 @@ class RequestRecord implements RequestObserver {
   /** Code of the current attempt's failure (reset when a new attempt starts). */
   attemptFailure: string | null = null;
   prefillEndAt = -1;
+  /** The last P/D attempt's KV-load verdict (access log `kv_load`); null: none seen. */
+  kvLoadVerdict: KvLoadVerdict | null = null;
   readonly legs: LegRecord[] = [];
   span: Span | null = null;
   ctx: Context | null = null;
@@ -233,6 +241,12 @@ class RequestRecord implements RequestObserver {
   retry(seq: number, code: string): void {
     this.obs.metrics.retries.inc({ code: boundedCode(code) });
     this.span?.addEvent('retry', { 'motor.attempt_seq': seq, 'motor.code': code });
+  }
+
+  kvLoad(prefillId: string, decodeId: string, verdict: KvLoadVerdict): void {
+    this.kvLoadVerdict = verdict;
+    this.obs.metrics.kvLoad.inc({ prefill: prefillId, decode: decodeId, verdict });
+    this.obs.kvLoadWatch.record(prefillId, decodeId, verdict);
   }
 
   prefillKvSkipped(instanceId: string, reason: PrefillKvSkipReason): void {

@@ -35,7 +35,10 @@ export interface WindowStats {
   windowSeconds: number;
   requests: number;
   requestsPerSecond: number;
+  /** Requests that failed on Motor's or an engine's side: a client hanging up is not one. */
   errors: number;
+  /** Requests the client hung up on before the answer ended. */
+  clientDisconnected: number;
   ttftMs: Percentiles | null;
   durationMs: Percentiles | null;
   /** Requests finished per second, oldest first (one entry per second of the window). */
@@ -55,6 +58,16 @@ function percentiles(values: number[]): Percentiles | null {
   return { p50: at(0.5), p90: at(0.9), p99: at(0.99) };
 }
 
+const OK = 0;
+const FAILED = 1;
+const CLIENT_GONE = 2;
+
+/** A client that hangs up ended its own request: counted apart, so the error tile shows Motor's failures. */
+function endingOf(outcome: string): typeof OK | typeof FAILED | typeof CLIENT_GONE {
+  if (outcome === 'ok') return OK;
+  return outcome === 'client_disconnect' ? CLIENT_GONE : FAILED;
+}
+
 /**
  * Two bounded ring buffers: the last `capacity` request summaries (leg timelines for the dashboard)
  * and compact samples of the last `sampleCapacity` requests for rate and latency percentiles over a
@@ -66,11 +79,13 @@ export class RecentRequests {
   private readonly endedAt: Float64Array;
   private readonly ttft: Float64Array;
   private readonly duration: Float64Array;
+  /** Per sample: {@link OK}, {@link FAILED} or {@link CLIENT_GONE}. */
   private readonly failed: Uint8Array;
   private sampleNext = 0;
   private sampleCount = 0;
   total = 0;
   errorsTotal = 0;
+  clientDisconnectedTotal = 0;
 
   constructor(
     readonly capacity: number,
@@ -85,8 +100,9 @@ export class RecentRequests {
 
   add(s: RequestSummary): void {
     this.total++;
-    const failed = s.outcome !== 'ok';
-    if (failed) this.errorsTotal++;
+    const ending = endingOf(s.outcome);
+    if (ending === FAILED) this.errorsTotal++;
+    else if (ending === CLIENT_GONE) this.clientDisconnectedTotal++;
     if (this.capacity > 0) {
       this.items[this.next] = s;
       this.next = (this.next + 1) % this.capacity;
@@ -95,7 +111,7 @@ export class RecentRequests {
     this.endedAt[i] = s.endedAt;
     this.ttft[i] = s.ttftMs ?? -1;
     this.duration[i] = s.durationMs;
-    this.failed[i] = failed ? 1 : 0;
+    this.failed[i] = ending;
     this.sampleNext = (i + 1) % this.sampleCapacity;
     if (this.sampleCount < this.sampleCapacity) this.sampleCount++;
   }
@@ -117,12 +133,14 @@ export class RecentRequests {
     const duration: number[] = [];
     const perSecond = new Array<number>(windowSeconds).fill(0);
     let errors = 0;
+    let clientDisconnected = 0;
     for (let k = 0; k < this.sampleCount; k++) {
       const t = this.endedAt[k]!;
       if (t <= from || t > nowMs) continue;
       duration.push(this.duration[k]!);
       if (this.ttft[k]! >= 0) ttft.push(this.ttft[k]!);
-      if (this.failed[k]) errors++;
+      if (this.failed[k] === FAILED) errors++;
+      else if (this.failed[k] === CLIENT_GONE) clientDisconnected++;
       const bucket = windowSeconds - 1 - Math.floor((nowMs - t) / 1000);
       if (bucket >= 0) perSecond[bucket]!++;
     }
@@ -131,6 +149,7 @@ export class RecentRequests {
       requests: duration.length,
       requestsPerSecond: duration.length / windowSeconds,
       errors,
+      clientDisconnected,
       ttftMs: percentiles(ttft),
       durationMs: percentiles(duration),
       perSecond,

@@ -7,7 +7,8 @@ import {
 } from './constants.js';
 import { DispatchPlan, DispatchProfile } from './enums.js';
 import { configGet, isPlainRecord, normalized, pyRepr, pyStr, pyTruthy } from './python-values.js';
-import { SEED_CONNECTORS, type ConnectorTable } from './connector-table.js';
+import { KNOWN_CONNECTOR_NAMES, SEED_CONNECTORS, type ConnectorTable } from './connector-table.js';
+import { didYouMean } from '../common/did-you-mean.js';
 
 const SUPERSET_NOTE = " (a newer vLLM name: Motor's superset; the seed says unknown)";
 
@@ -113,7 +114,8 @@ function classifyKvTransferConfig(
   const reason =
     connector === ''
       ? `${path} names no ${KV_CONNECTOR_KEY}, so this engine is never paired (fail closed)`
-      : `${shown} is not a P/D connector Motor knows, so this engine is never paired (fail closed)`;
+      : `${shown} is not a P/D connector Motor knows, so this engine is never paired (fail closed)` +
+        didYouMean(pyStr(kvTransferConfig[KV_CONNECTOR_KEY]), KNOWN_CONNECTOR_NAMES);
   return { ...unknown(connectorPath, reason), ...named };
 }
 

@@ -34,6 +34,21 @@ export const MOTOR_CONNECTORS: ConnectorTable = Object.freeze({
 });
 
 /**
+ * The connector names Motor classifies, spelled as vLLM registers them (`KVConnectorFactory.register_connector`
+ * calls in vllm/distributed/kv_transfer/kv_connector/factory.py), for suggesting the nearest to a typo.
+ * `MultiConnector` is read through its first entry.
+ */
+export const KNOWN_CONNECTOR_NAMES: readonly string[] = [
+  'NixlConnector',
+  'NixlPullConnector',
+  'NixlPushConnector',
+  'MooncakeConnectorV1',
+  'MooncakeHybridConnector',
+  'MooncakeLayerwiseConnector',
+  'MultiConnector',
+];
+
+/**
  * The KV wire a connector name stands for, for pairing: names that are one class upstream
  * (`NixlConnector` is `NixlPullConnector`, same source) read each other's blocks; anything else is
  * its own family, as written. Pull and push NIXL are different wires: a push decode waits for the

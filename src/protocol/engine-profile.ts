@@ -2,6 +2,8 @@ import { explainVllmDispatchProfile, type ProfileExplanation } from './classific
 import { MOTOR_CONNECTORS, SEED_CONNECTORS } from './connector-table.js';
 import { KV_TRANSFER_CONFIG_KEY } from './constants.js';
 import { configGet, isPlainRecord, normalized } from './python-values.js';
+import { didYouMean } from '../common/did-you-mean.js';
+import { DispatchProfile } from './enums.js';
 
 export const ENGINE_KINDS = ['vllm', 'sglang'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
@@ -23,6 +25,15 @@ const KV_TRANSFER_CONFIG_CLI_KEY = 'kv-transfer-config';
  * docs/advanced_features/server_arguments.md): a file with one of them is SGLang's.
  */
 const SGLANG_SERVER_ARG = /^(disaggregation[-_]|model[-_]path$)/;
+
+/**
+ * SGLang's `ServerArgs.disaggregation_mode` values (`null` is a server that is not disaggregated, so it
+ * runs no bootstrap server) and `DISAGG_TRANSFER_BACKEND_CHOICES`, both in sgl-project/sglang
+ * python/sglang/srt/server_args.py (main, 2026; v0.5 has the same modes and backends without `mori`).
+ * SGLang refuses to start with a value outside them; Motor names the nearest instead of pairing it.
+ */
+const SGLANG_DISAGGREGATION_MODES = ['null', 'prefill', 'decode'] as const;
+const SGLANG_TRANSFER_BACKENDS = ['mooncake', 'nixl', 'ascend', 'fake', 'mori', 'mooncake_tcp'] as const;
 
 /**
  * Profile of one engine from its config file. Accepts the vLLM engine config itself
@@ -48,6 +59,8 @@ export function explainEngineProfile(
     const connectorKey = kvTransferKeys(config)[0];
     if (connectorKey !== undefined)
       skipped.push(`${connectorKey}: a vLLM key; SGLang engines rendezvous by bootstrap room`);
+    const invalid = sglangArgumentProblem(config);
+    if (invalid !== undefined) return { engine: kind, profile: DispatchProfile.UNKNOWN, ...invalid, skipped };
     const why = engine ? '' : engineType ? ' (engine_type)' : ` (SGLang server argument ${sglangKey})`;
     return {
       engine: kind,
@@ -79,6 +92,42 @@ export function explainEngineProfile(
     decidedBy = prefix + decidedBy.replace(KV_TRANSFER_CONFIG_KEY, key ?? KV_TRANSFER_CONFIG_KEY);
   }
   return { engine: kind, ...explanation, decidedBy, skipped };
+}
+
+/** The value of an SGLang server argument, in either spelling (`--config` YAML uses dashes). */
+function sglangArgument(config: unknown, name: string): { key: string; value: string } | undefined {
+  if (!isPlainRecord(config)) return undefined;
+  for (const key of [name, name.replaceAll('_', '-')]) {
+    if (config[key] !== undefined) return { key, value: String(config[key]) };
+  }
+  return undefined;
+}
+
+/** Why an SGLang server with these arguments never pairs, or `undefined` when it can. */
+function sglangArgumentProblem(config: unknown): { decidedBy: string; reason: string } | undefined {
+  const mode = sglangArgument(config, 'disaggregation_mode');
+  if (mode !== undefined && mode.value === 'null')
+    return {
+      decidedBy: mode.key,
+      reason: `${mode.key} is null, so this SGLang server is not disaggregated and is never paired; set prefill or decode`,
+    };
+  if (mode !== undefined && !(SGLANG_DISAGGREGATION_MODES as readonly string[]).includes(mode.value))
+    return {
+      decidedBy: mode.key,
+      reason:
+        `${mode.key} '${mode.value}' is not one of ${SGLANG_DISAGGREGATION_MODES.join(', ')}` +
+        didYouMean(mode.value, SGLANG_DISAGGREGATION_MODES),
+    };
+  const backend = sglangArgument(config, 'disaggregation_transfer_backend');
+  if (backend !== undefined && !(SGLANG_TRANSFER_BACKENDS as readonly string[]).includes(backend.value))
+    return {
+      decidedBy: backend.key,
+      reason:
+        `${backend.key} '${backend.value}' is not an SGLang transfer backend ` +
+        `(${SGLANG_TRANSFER_BACKENDS.join(', ')})` +
+        didYouMean(backend.value, SGLANG_TRANSFER_BACKENDS),
+    };
+  return undefined;
 }
 
 /** The `kv_transfer_config` spellings present in `config`, Motor's first. */

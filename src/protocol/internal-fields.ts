@@ -30,6 +30,15 @@ export function isClientForbiddenKey(key: string): boolean {
   return isMotorKey(key) || key === KV_TRANSFER_PARAMS_KEY || key.startsWith(BOOTSTRAP_KEY_PREFIX);
 }
 
+/**
+ * vLLM's free-form request extras: its OpenAI server starts `SamplingParams.extra_args` from this
+ * object and only then sets `kv_transfer_params` from the top-level field when that is present
+ * (vllm-project/vllm main, `ChatCompletionRequest.to_sampling_params`,
+ * vllm/entrypoints/openai/chat_completion/protocol.py), and KV connectors read
+ * `extra_args["kv_transfer_params"]`: a key inside it steers the engine like the same key at the top.
+ */
+export const VLLM_XARGS_KEY = 'vllm_xargs';
+
 /** A response key stripped before a client sees the answer: Motor keys and the engine's KV handle. */
 export function isInternalResponseKey(key: string): boolean {
   return isMotorKey(key) || key === KV_TRANSFER_PARAMS_KEY;

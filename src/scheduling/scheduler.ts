@@ -149,7 +149,7 @@ export class Scheduler {
   readonly breakers: CircuitBreakers;
   readonly stats: SchedulerStats = {
     pairs: 0,
-    singles: { union: 0, degraded_prefill: 0, short_prompt: 0 },
+    singles: { union: 0, degraded_prefill: 0, short_prompt: 0, one_instance: 0 },
     failures: { no_instances: 0, no_available_instance: 0, no_compatible_pair: 0 },
   };
   private readonly clock: Clock;
@@ -205,6 +205,36 @@ export class Scheduler {
    */
   selectPair(request: SchedulingRequest, instances: readonly SchedulableInstance[]): SchedulingDecision {
     return this.decide(new DecisionContext(request, this.clock.now(), this.random), instances, this.picking);
+  }
+
+  /**
+   * One instance for a request that has no P/D split (no generation: embeddings, tokenize, score): the
+   * first role of `roles` with an instance its filters keep, picked by that role's profile (so load,
+   * breakers and scorers apply as to any leg of that role). A failure names what was missing.
+   */
+  selectOne(
+    request: SchedulingRequest,
+    instances: readonly SchedulableInstance[],
+    roles: readonly InstanceRole[],
+  ): SingleDecision | SchedulingFailure {
+    const ctx = new DecisionContext(request, this.clock.now(), this.random);
+    const dropped: Record<string, number> = {};
+    let registered = 0;
+    for (const role of roles) {
+      const ofRole = instances.filter((i) => i.role === role);
+      registered += ofRole.length;
+      if (ofRole.length === 0) continue;
+      const candidates = this.picking.available(ctx, role, ofRole, dropped);
+      ctx.role = role;
+      const instance = this.profiles[role].pick(ctx, candidates);
+      if (instance) return this.singleOn(ctx, instance, 'one_instance');
+    }
+    const failure =
+      registered === 0
+        ? failureOf('no_instances', `no ${roles.join(' or ')} instance is registered`)
+        : unavailable(dropped, `every ${roles.join(' and ')} instance is unavailable`);
+    this.stats.failures[failure.code] += 1;
+    return failure;
   }
 
   /**

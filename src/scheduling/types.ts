@@ -86,7 +86,9 @@ export type SingleReason =
   /** Only prefill instances usable; degraded single-instance dispatch enabled (conformance 15). */
   | 'degraded_prefill'
   /** Conditional disaggregation: a short prompt is cheaper on one instance. */
-  | 'short_prompt';
+  | 'short_prompt'
+  /** A request with no generation (embeddings, tokenize, score, ...): one instance of a chosen role. */
+  | 'one_instance';
 
 /** One instance runs prefill and decode (plan `single`). */
 export interface SingleDecision {

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { isPlainObject, sendJson } from '../common/http.js';
-import { HttpError } from '../common/http-error.js';
+import { sendJson } from '../common/http.js';
+import { parseModelBody } from './model-body.js';
 import type { SimOptions } from './options.js';
-import { parseJsonPreservingRoom } from './request-body.js';
 import { RequestError } from './request-error.js';
 import { prng, tokenize } from './tokens.js';
 
@@ -21,12 +20,7 @@ export const DEFAULT_EMBEDDING_DIMENSIONS = 384;
  * input's tokens (a seeded draw, unit length when normalised): equal inputs embed equally.
  */
 export function handleEmbeddings(opts: SimOptions, res: ServerResponse, text: string): void {
-  const parsed = parseJsonPreservingRoom(text);
-  if (!parsed.ok) throw new HttpError(400, parsed.message);
-  const body = parsed.value;
-  if (!isPlainObject(body)) throw new RequestError(400, 'request body must be a JSON object');
-  if (body.model !== undefined && body.model !== null && body.model !== opts.model)
-    throw new HttpError(404, `The model \`${String(body.model)}\` does not exist.`, { param: 'model' });
+  const body = parseModelBody(opts, text);
   if (body.messages !== undefined)
     throw new RequestError(
       400,
@@ -34,19 +28,11 @@ export function handleEmbeddings(opts: SimOptions, res: ServerResponse, text: st
       'messages',
     );
   const inputs = inputsOf(body.input);
-  const dims = body.dimensions ?? DEFAULT_EMBEDDING_DIMENSIONS;
-  if (typeof dims !== 'number' || !Number.isInteger(dims) || dims < 1 || dims > 65536)
-    throw new RequestError(400, "'dimensions' must be an integer in 1..65536", 'dimensions');
-  const format = body.encoding_format ?? 'float';
-  if (format !== 'float' && format !== 'base64')
-    throw new RequestError(400, '\'encoding_format\' must be "float" or "base64"', 'encoding_format');
-  const normalize = body.normalize !== false;
+  const encode = vectorEncoder(body);
   let promptTokens = 0;
   const data = inputs.map((ids, index) => {
     promptTokens += ids.length;
-    const v = embeddingOf(ids, dims, normalize);
-    const embedding = format === 'float' ? Array.from(v) : Buffer.from(v.buffer).toString('base64');
-    return { index, object: 'embedding', embedding };
+    return { index, object: 'embedding', embedding: encode(ids) };
   });
   sendJson(res, 200, {
     id: `embd-${randomUUID().replace(/-/g, '')}`,
@@ -54,17 +40,45 @@ export function handleEmbeddings(opts: SimOptions, res: ServerResponse, text: st
     created: Math.floor(Date.now() / 1000),
     model: opts.model,
     data,
-    usage: {
-      prompt_tokens: promptTokens,
-      total_tokens: promptTokens,
-      completion_tokens: 0,
-      prompt_tokens_details: null,
-    },
+    usage: poolingUsage(promptTokens),
   });
 }
 
-/** Each input's token ids. */
-function inputsOf(input: unknown): number[][] {
+/**
+ * vLLM's `UsageInfo` of a pooling answer (vllm/entrypoints/openai/engine/protocol.py `UsageInfo`):
+ * no completion tokens, `prompt_tokens_details` null.
+ */
+export function poolingUsage(promptTokens: number): Record<string, unknown> {
+  return {
+    prompt_tokens: promptTokens,
+    total_tokens: promptTokens,
+    completion_tokens: 0,
+    prompt_tokens_details: null,
+  };
+}
+
+/**
+ * Token ids → the vector in the request's `encoding_format` (`float` list, or `base64` of float32
+ * little-endian), `dimensions` long, unit length unless `normalize: false` — the embeddings and the
+ * pooling routes read the same fields (vllm/entrypoints/pooling/base/protocol.py `EmbedRequestMixin`,
+ * `EncodingRequestMixin`).
+ */
+export function vectorEncoder(body: Record<string, unknown>): (ids: readonly number[]) => number[] | string {
+  const dims = body.dimensions ?? DEFAULT_EMBEDDING_DIMENSIONS;
+  if (typeof dims !== 'number' || !Number.isInteger(dims) || dims < 1 || dims > 65536)
+    throw new RequestError(400, "'dimensions' must be an integer in 1..65536", 'dimensions');
+  const format = body.encoding_format ?? 'float';
+  if (format !== 'float' && format !== 'base64')
+    throw new RequestError(400, '\'encoding_format\' must be "float" or "base64"', 'encoding_format');
+  const normalize = body.normalize !== false;
+  return (ids) => {
+    const v = embeddingOf(ids, dims, normalize);
+    return format === 'float' ? Array.from(v) : Buffer.from(v.buffer).toString('base64');
+  };
+}
+
+/** Each input's token ids (the embeddings and pooling `input` forms). */
+export function inputsOf(input: unknown): number[][] {
   const isIds = (v: unknown): v is number[] =>
     Array.isArray(v) && v.length > 0 && v.every((t) => Number.isInteger(t) && (t as number) >= 0);
   let out: number[][] | null = null;

@@ -158,6 +158,8 @@ export class SimCore {
       recomputeAfter: fault.recomputeAfter,
       slowFactor: fault.slowFactor,
       hangMs: fault.hangMs,
+      ignoreRemoteKv: fault.ignoreRemoteKv,
+      dropKvParams: fault.dropKvParams,
     };
     try {
       await this.execute(run);
@@ -285,7 +287,8 @@ export class SimCore {
       this.metrics.prefixQueries.inc(promptLen);
       if (localHit > 0) this.metrics.prefixHits.inc(localHit);
       this.metrics.promptTokens.inc(promptLen);
-      const cached = remote ? Math.max(localHit, Math.min(remote.num_tokens, promptLen)) : localHit;
+      const cached =
+        remote && !run.ignoreRemoteKv ? Math.max(localHit, Math.min(remote.num_tokens, promptLen)) : localHit;
       await this.steps.prefill(promptLen - cached, signal);
       this.cache.insert(hashes, g.promptIds);
       if (run.hangMs !== 0) {
@@ -308,13 +311,24 @@ export class SimCore {
       entry.state = 'decode';
       await this.output.respondWhileDecoding(run, choices, cached, () =>
         flow === 'handoff_prefill'
-          ? this.kv.holdForPull(run, lastTokenId(choices[0]!), choices[0]!.end)
+          ? withoutKeys(this.kv.holdForPull(run, lastTokenId(choices[0]!), choices[0]!.end), run.dropKvParams)
           : null,
       );
     } finally {
       releaseSlot();
     }
   }
+}
+
+/** The handoff params less the keys a `drop_kv_params` fault names. */
+function withoutKeys(
+  params: Record<string, unknown> | null,
+  keys: readonly string[],
+): Record<string, unknown> | null {
+  if (params === null || keys.length === 0) return params;
+  const out = { ...params };
+  for (const k of keys) delete out[k];
+  return out;
 }
 
 /** The id of a choice's last output token (0: none), as a prefill's handoff params name it. */

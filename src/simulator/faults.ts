@@ -34,6 +34,13 @@ export const FaultConfigSchema = z.strictObject({
    * generation-error.ts), non-streaming ones the engine's 500. Counts down; 0 = off.
    */
   stream_error_first: z.number().int().min(0),
+  /**
+   * A P/D decode that reads the handed-over KV and then recomputes the prompt all the same (the
+   * silent P/D failure): it reports only its local prefix-cache hit as cached tokens.
+   */
+  ignore_remote_kv: z.boolean(),
+  /** Keys removed from a handoff prefill's kv_transfer_params (an engine release Motor misreads). */
+  drop_kv_params: z.array(z.string().min(1)),
   /** Close accepted sockets at once: N = the next N connections, -1 = all, 0 = off. */
   refuse_connections: z.number().int().min(-1),
   match_path: z.string().nullable(),
@@ -53,6 +60,8 @@ export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
   recompute_after: -1,
   slow_decode_factor: 1,
   stream_error_first: 0,
+  ignore_remote_kv: false,
+  drop_kv_params: [],
   refuse_connections: 0,
   match_path: null,
   match_kv: 'any',
@@ -68,6 +77,8 @@ export interface ActiveFaults {
   slowFactor: number;
   /** Answer with the engine's generation error (after the 200 when streaming). */
   streamErrorFirst: boolean;
+  ignoreRemoteKv: boolean;
+  dropKvParams: readonly string[];
 }
 
 const NONE: ActiveFaults = Object.freeze({
@@ -77,6 +88,8 @@ const NONE: ActiveFaults = Object.freeze({
   recomputeAfter: -1,
   slowFactor: 1,
   streamErrorFirst: false,
+  ignoreRemoteKv: false,
+  dropKvParams: [],
 });
 
 export class Faults {
@@ -107,7 +120,9 @@ export class Faults {
       c.die_after_tokens >= 0 ||
       c.recompute_after >= 0 ||
       c.slow_decode_factor !== 1 ||
-      c.stream_error_first > 0;
+      c.stream_error_first > 0 ||
+      c.ignore_remote_kv ||
+      c.drop_kv_params.length > 0;
     return this.config;
   }
 
@@ -150,6 +165,8 @@ export class Faults {
       recomputeAfter: c.recompute_after,
       slowFactor: c.slow_decode_factor,
       streamErrorFirst,
+      ignoreRemoteKv: c.ignore_remote_kv,
+      dropKvParams: c.drop_kv_params,
     };
   }
 }

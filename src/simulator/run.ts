@@ -24,4 +24,8 @@ export interface Run {
   recomputeAfter: number;
   slowFactor: number;
   hangMs: number;
+  /** Fault: recompute the prompt although remote KV was received. */
+  ignoreRemoteKv: boolean;
+  /** Fault: keys left out of the handoff prefill's kv_transfer_params. */
+  dropKvParams: readonly string[];
 }

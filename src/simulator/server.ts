@@ -23,7 +23,8 @@ import {
 import { handleGenerate } from './sglang-generate.js';
 import type { KvEventsPublisher } from './kv-events-publisher.js';
 import { rustSglangServerInfo, sglangServerInfo } from './sglang-server-info.js';
-import { handleTokenize } from './tokenize-route.js';
+import { handleDetokenize, handleTokenize } from './tokenize-route.js';
+import { handlePooling, handleRerank, handleScore } from './scoring-routes.js';
 import { handleEmbeddings } from './embeddings-route.js';
 
 export interface RunningSimulator {
@@ -73,6 +74,7 @@ interface SimHttp {
 /**
  * Starts a simulator on `host:port` and logs one `listening` line. Routes:
  *   POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /health, GET /metrics
+ *   vLLM: POST /tokenize | /detokenize | /rerank | /v1/rerank | /v2/rerank | /score | /v1/score | /pooling
  *   SGLang: POST /generate, POST /abort_request, GET /server_info | /get_server_info
  *   GET /debug/info
  *   GET|POST|DELETE /debug/faults           GET|DELETE /debug/recorded       GET|DELETE /debug/requests
@@ -278,12 +280,28 @@ function addApiRoutes(routes: RouteTable<RouteHandler>, sim: SimHttp): void {
     '/v1/embeddings',
     post('/v1/embeddings', (_req, res, text) => handleEmbeddings(opts, res, text)),
   );
-  // vLLM's tokenize route (SGLang has only a prompt form, at /v1/tokenize): tokenize-route.ts
-  if (opts.engine !== 'sglang')
+  // vLLM's tokenizer and pooling routes (tokenize-route.ts, scoring-routes.ts). SGLang names and
+  // shapes its own differently (a prompt-only /v1/tokenize, its own /v1/rerank and /v1/score
+  // answers), which the simulator does not imitate: an SGLang simulator answers them 404.
+  if (opts.engine === 'sglang') return;
+  const vllmRoutes: readonly (readonly [
+    string,
+    (res: ServerResponse, text: string) => void | Promise<void>,
+  ])[] = [
+    ['/tokenize', (res, text) => handleTokenize(opts, core, res, text)],
+    ['/detokenize', (res, text) => handleDetokenize(opts, core, res, text)],
+    ['/rerank', (res, text) => handleRerank(opts, res, text)],
+    ['/v1/rerank', (res, text) => handleRerank(opts, res, text)],
+    ['/v2/rerank', (res, text) => handleRerank(opts, res, text)],
+    ['/score', (res, text) => handleScore(opts, res, text)],
+    ['/v1/score', (res, text) => handleScore(opts, res, text)],
+    ['/pooling', (res, text) => handlePooling(opts, res, text)],
+  ];
+  for (const [path, handle] of vllmRoutes)
     routes.add(
       'POST',
-      '/tokenize',
-      post('/tokenize', (_req, res, text) => handleTokenize(opts, core, res, text)),
+      path,
+      post(path, (_req, res, text) => handle(res, text)),
     );
 }
 

@@ -4,7 +4,9 @@ import { HttpError } from '../common/http-error.js';
 import { tokenizeInputOf, UnsupportedPromptError } from '../model-tokenizer/index.js';
 import type { SimCore } from './engine.js';
 import type { SimOptions } from './options.js';
+import { parseModelBody } from './model-body.js';
 import { parseGenRequest, parseJsonPreservingRoom, RequestError } from './request-body.js';
+import { detokenize } from './tokens.js';
 
 /**
  * vLLM's `POST /tokenize` (vllm-project/vllm vllm/entrypoints/serve/tokenize/api_router.py
@@ -55,4 +57,27 @@ export async function handleTokenize(
     }
   }
   sendJson(res, 200, { count: tokens.length, max_model_len: opts.maxModelLen, tokens, token_strs: null });
+}
+
+/**
+ * vLLM's `POST /detokenize` (vllm/entrypoints/serve/tokenize/api_router.py `detokenize`, protocol.py
+ * `DetokenizeRequest {model?, tokens}` → `DetokenizeResponse {prompt}`, commit 030ea52e): the ids
+ * decoded with the simulator's prompt tokenizer (cl100k_base), the inverse of `/tokenize` without
+ * `--tokenizer`. With `--tokenizer` it is refused: the model's tokenizer runs in a worker that only
+ * encodes, and a probe must not be answered with another vocabulary's text.
+ */
+export function handleDetokenize(opts: SimOptions, core: SimCore, res: ServerResponse, text: string): void {
+  const body = parseModelBody(opts, text);
+  const tokens = body.tokens;
+  if (!Array.isArray(tokens) || !tokens.every((t) => Number.isInteger(t) && (t as number) >= 0))
+    throw new RequestError(400, "'tokens' must be a list of non-negative integers", 'tokens');
+  if (core.vllmPrompt !== null)
+    throw new RequestError(400, '/detokenize is not supported by the simulator with --tokenizer');
+  let prompt: string;
+  try {
+    prompt = detokenize(tokens as number[]);
+  } catch {
+    throw new RequestError(400, "'tokens' holds an id outside the vocabulary", 'tokens');
+  }
+  sendJson(res, 200, { prompt });
 }

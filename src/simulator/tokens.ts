@@ -22,6 +22,11 @@ const LONG_RUN = /\S{256,}/g;
 const HAS_LONG_RUN = /\S{256}/;
 const RUN_CHUNK = 256;
 
+/** The text of cl100k token ids (throws on an id outside the vocabulary). */
+export function detokenize(ids: readonly number[]): string {
+  return decode(ids);
+}
+
 /**
  * cl100k tokens of `text`. Runs of more than 256 non-space characters are encoded in 256-character
  * pieces (token boundaries at the cuts may differ from one-piece BPE), so hostile prompts cannot

@@ -1,5 +1,5 @@
 import { MotorError } from '../../common/motor-error.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
 import type { Instance, InstanceSource } from '../fleet/instance-source.js';
 import type { PromptBlockKeys } from '../kv-routing/prompt-block-keys.js';
 import { servesModel } from '../scheduling-bridge/route.js';

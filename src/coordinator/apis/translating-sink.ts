@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { isPlainObject } from '../../common/http.js';
 import { MotorError } from '../../common/motor-error.js';
-import type { ClientSinkLike } from '../dispatch/request/client-sink.js';
+import { HttpClientSink } from '../dispatch/pipeline.js';
 import { ChatFrameReader, type ChatChunk } from './chat-frames.js';
 
 /** What one client API makes of the pipeline's chat answer (the sink below does the HTTP side). */
@@ -23,21 +23,22 @@ export interface ApiRendering {
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
 
 /**
- * A `ClientSinkLike` for an API that is not chat: the pipeline writes chat frames and JSON as for chat,
- * this renders them in the API's shape as they pass (frame by frame; a non-stream body is parsed once).
+ * The sink of an API that is not OpenAI chat: the pipeline writes chat frames and JSON as for chat, this
+ * renders them in the API's shape as they pass (frame by frame; a non-stream body is parsed once).
  */
-export class TranslatingSink implements ClientSinkLike {
-  committed = false;
+export class TranslatingSink extends HttpClientSink {
   private readonly reader = new ChatFrameReader();
   /** An engine error frame seen in the stream (the pipeline then calls `streamError(null)`). */
   private engineError: MotorError | null = null;
 
   constructor(
-    readonly res: ServerResponse,
-    private readonly rootRequestId: string,
-    private readonly stream: boolean,
+    res: ServerResponse,
+    rootRequestId: string,
+    stream: boolean,
     private readonly api: ApiRendering,
-  ) {}
+  ) {
+    super(res, rootRequestId, stream);
+  }
 
   commitStream(): void {
     this.committed = true;
@@ -74,10 +75,6 @@ export class TranslatingSink implements ClientSinkLike {
     this.res.end(this.api.streamError(e));
   }
 
-  cut(): void {
-    this.res.destroy();
-  }
-
   sendJson(status: number, body: unknown): void {
     this.sendChat(status, isPlainObject(body) ? (body as ChatChunk) : {});
   }
@@ -92,14 +89,7 @@ export class TranslatingSink implements ClientSinkLike {
     this.sendJson(status, parsed);
   }
 
-  fail(err: MotorError): void {
-    if (this.res.writableEnded || this.res.destroyed) return;
-    if (this.committed) {
-      if (this.stream) this.streamError(err);
-      else this.res.end();
-      return;
-    }
-    this.committed = true;
+  protected refuse(err: MotorError): void {
     this.res.setHeader('x-request-id', this.rootRequestId);
     this.api.renderError(this.res, err.reply ? engineReplyError(err) : err);
   }

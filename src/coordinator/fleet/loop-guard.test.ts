@@ -15,9 +15,12 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-async function coordinator(allowInstanceUrls: Record<string, boolean> = {}): Promise<RunningCoordinator> {
+async function coordinator(
+  allowInstanceUrls: Record<string, boolean> = {},
+  apiKeys: string[] = [],
+): Promise<RunningCoordinator> {
   const config = validateCoordinatorConfig({
-    server: { port: 0 },
+    server: { port: 0, apiKeys },
     instances: [],
     health: { intervalMs: 0 },
     observability: { accessLog: false, metrics: false, dashboard: false },
@@ -83,5 +86,16 @@ describe('admin-registered instance URLs', () => {
   ])('a client request carrying %s (x-motor-hops: %s) → %s', async (_name, hops, status) => {
     const c = await coordinator();
     expect((await post(`${c.url}/v1/chat/completions`, CHAT, { [HOP_HEADER]: hops })).status).toBe(status);
+  });
+
+  // The 508 names this coordinator's place in a loop: only an authenticated caller may learn it.
+  it.each([
+    ['no key', {}, 401],
+    ['a wrong key', { authorization: 'Bearer wrong' }, 401],
+    ['the key', { authorization: 'Bearer k1' }, 508],
+  ])('with API keys, its own hop id and %s → %s (the key is checked first)', async (_n, auth, status) => {
+    const c = await coordinator({}, ['k1']);
+    const headers = { [HOP_HEADER]: LOCAL_HOP_ID, ...auth };
+    expect((await post(`${c.url}/v1/chat/completions`, CHAT, headers)).status).toBe(status);
   });
 });

@@ -1,7 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { Pool, type Dispatcher } from 'undici';
 import type { EngineCredentials } from '../../config/engine-credentials.js';
+import { undiciBody, type RequestBody } from '../../common/request-body.js';
 import type { Instance } from './instance-source.js';
+
+export { bodyLength } from '../../common/request-body.js';
 
 export interface UpstreamOptions {
   connectionsPerInstance: number;
@@ -11,11 +14,8 @@ export interface UpstreamOptions {
   credentials?: ReadonlyMap<string, EngineCredentials>;
 }
 
-/**
- * A request body: serialised, or the buffers that make it in order (a leg spliced from the client's
- * bytes, json-splice.ts), sent without joining them when that is cheaper (`LIST_MIN_BYTES`).
- */
-export type UpstreamBody = string | Buffer | readonly Buffer[];
+/** A request body (request-body.ts: a spliced leg is the list of its buffers). */
+export type UpstreamBody = RequestBody;
 
 export interface UpstreamRequest {
   method?: 'POST' | 'GET';
@@ -25,23 +25,6 @@ export interface UpstreamRequest {
   signal?: AbortSignal | UpstreamAbort;
   /** An admin-optional engine route (SGLang `/abort_request`): the instance's admin key, else its api key. */
   admin?: boolean;
-}
-
-/**
- * Lists of fewer bytes go joined into one Buffer: undici writes a Buffer with its headers in one
- * `writev`, an iterable through an async loop with one socket write per chunk (client-h1.js
- * `writeIterable`). Measured per leg (2-3 chunks): a list costs ~15-25 µs more CPU up to 16 KiB,
- * breaks even near 24 KiB, and saves ~40 µs at 32 KiB, where joining starts to fault in fresh pages.
- */
-const LIST_MIN_BYTES = 24 * 1024;
-
-/** A body's length: bytes, or characters for a string (the upload-refusal rule takes either). */
-export function bodyLength(body: UpstreamBody | undefined): number {
-  if (body === undefined) return 0;
-  if (typeof body === 'string' || Buffer.isBuffer(body)) return body.length;
-  let bytes = 0;
-  for (const part of body) bytes += part.length;
-  return bytes;
 }
 
 /**
@@ -99,13 +82,8 @@ export class Upstreams {
     const { origin, base } = this.target(instance.url);
     let headers =
       req.body !== undefined ? { 'content-type': 'application/json', ...req.headers } : req.headers;
-    let body = req.body;
-    if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) {
-      const bytes = bodyLength(body);
-      if (body.length > 1 && bytes >= LIST_MIN_BYTES)
-        headers = { ...headers, 'content-length': String(bytes) };
-      else body = body.length === 1 ? body[0]! : Buffer.concat(body, bytes);
-    }
+    let body: string | Buffer | Iterable<Buffer> | undefined;
+    if (req.body !== undefined) ({ body, headers } = undiciBody(req.body, headers ?? {}));
     const keys = this.opts.credentials?.get(instance.id);
     if (keys) {
       // One key on every call satisfies both engines: vLLM guards /v1*, SGLang all but /health*,

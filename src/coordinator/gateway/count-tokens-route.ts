@@ -9,10 +9,10 @@ import {
 } from '../apis/anthropic-messages/adapter.js';
 import { countTokensToChat } from '../apis/anthropic-messages/request.js';
 import { unauthorizedError, BEARER_CHALLENGE, type ApiKeys } from './api-keys.js';
-import type { Refuse } from './completions-route.js';
+import type { Refuse } from './api-route.js';
 import type { GatewayDeps } from './gateway.js';
 import { bodyRefusal, readJsonBody } from './json-body.js';
-import { validateClientRequest } from './request-validation.js';
+import { validateClientRequest } from '../apis/openai/request-validation.js';
 
 /**
  * `POST /v1/messages/count_tokens` (Anthropic `MessageCountTokensParams` → `{input_tokens}`): the

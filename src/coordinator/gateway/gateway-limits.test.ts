@@ -1,6 +1,13 @@
 import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BOUND, getOver, LIMITS, rawSocket, silentSockets } from '../../../test/helpers/raw-sockets.js';
+import {
+  BOUND,
+  getOver,
+  LIMITS,
+  rawSocket,
+  SERVER_DEFAULT_BOUND,
+  silentSockets,
+} from '../../../test/helpers/raw-sockets.js';
 import { createLogger } from '../../common/logger.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { startSimulator } from '../../simulator/server.js';
@@ -32,7 +39,7 @@ describe('coordinator listener limits (server.*)', () => {
     const closed = await silentSockets(url, 20);
     for (const { ms, data } of closed) {
       expect(data).toMatch(/^$|^HTTP\/1\.1 408 /); // whichever fires first
-      expect(ms).toBeLessThan(BOUND + BOUND / 4 + 400);
+      expect(ms).toBeLessThan(SERVER_DEFAULT_BOUND);
     }
   });
 

@@ -12,34 +12,26 @@ import { servedModels } from '../scheduling-bridge/route.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { SchedulingAdapter } from '../scheduling-bridge/scheduling-adapter.js';
 import { ApiKeys, BEARER_CHALLENGE, unauthorizedError } from './api-keys.js';
-import { completionsRoute, refuser } from './completions-route.js';
+import { apiRoute, refuser } from './api-route.js';
 import { tenantSalter } from './tenant-salt.js';
 import { minUploadRate, tenantSaltSecret } from '../../config/server-section.js';
 import { clientIdentity } from './client-identity.js';
 import { GATEWAY_BODY_ERRORS } from './json-body.js';
 import { metaserverRoute } from './metaserver-route.js';
-import { readinessReport } from './readiness.js';
+import { notReadyReason, readinessReport, ReadinessCauseLog } from './readiness.js';
 import { renderError } from '../../common/http-error.js';
 import { DOCTOR_PATH } from '../doctor/doctor-route.js';
 import { doctorHint } from './doctor-hint.js';
-import type { ApiKind } from './request-validation.js';
-import type { ApiRoute } from './completions-route.js';
-import {
-  anthropicMessagesAdapter,
-  anthropicVersionError,
-  COUNT_TOKENS_PATH,
-  MESSAGES_PATH,
-} from '../apis/anthropic-messages/adapter.js';
+import { COUNT_TOKENS_PATH } from '../apis/anthropic-messages/adapter.js';
 import { renderAnthropicError } from '../apis/anthropic-messages/errors.js';
 import { countTokensRoute } from './count-tokens-route.js';
-import {
-  openAiResponsesAdapter,
-  RESPONSES_PATH,
-  type ResponsesDeps,
-} from '../apis/openai-responses/adapter.js';
+import { RESPONSES_PATH, type ResponsesDeps } from '../apis/openai-responses/adapter.js';
+import { apiAdapters } from '../apis/api-adapters.js';
 import { responsesStoreRoutes } from './responses-routes.js';
 import type { PromptTokenCounter } from '../apis/prompt-token-count.js';
 import { corsHandler } from './cors.js';
+import { ONE_INSTANCE_PATHS } from '../apis/one-instance/one-instance-paths.js';
+import { oneInstanceRoute } from './one-instance-route.js';
 
 /** Where direct-trigger decode engines call back for their KV fields: `POST <prefix><token>`. */
 export const METASERVER_ROUTE_PREFIX = '/v1/metaserver/';
@@ -62,12 +54,9 @@ export interface GatewayDeps {
   countTokens?: PromptTokenCounter;
   /** The Responses API's store; absent = none (only `store: false` requests are served). */
   responses?: ResponsesDeps;
+  /** P/D pairs whose decodes recompute instead of loading the KV, with the cause (`/ready`). */
+  kvLoadDegraded?: () => Record<string, string>;
 }
-
-const API_ROUTES: Record<string, ApiKind> = {
-  '/v1/chat/completions': 'chat',
-  '/v1/completions': 'completion',
-};
 
 /**
  * The OpenAI-compatible HTTP front as a request listener (node:http on the common HTTP frame): routes,
@@ -99,20 +88,14 @@ export function createGatewayListener(
     );
   };
   const client = clientIdentity(deps.config.server);
-  const completions = completionsRoute(deps, { apiKeys, salter, client }, bodies, refuse);
-  const messages: ApiRoute = {
-    adapter: anthropicMessagesAdapter,
-    refuse: refuser(deps, renderAnthropicError),
-    headerError: anthropicVersionError,
-  };
   const responsesDeps = deps.responses ?? { store: null, maxChainDepth: 1 };
-  const responses: ApiRoute = { adapter: openAiResponsesAdapter(responsesDeps), refuse };
   const stored = responsesStoreRoutes(
     responsesDeps.store,
     apiKeys,
     deps.config.server.tenantIsolation,
     refuse,
   );
+  const readinessLog = new ReadinessCauseLog(deps.log);
   const routes = new RouteTable<RouteHandler>()
     .add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }))
     .add('GET', '/ready', (_req, res) => {
@@ -120,8 +103,11 @@ export function createGatewayListener(
         deps.source.routable(),
         deps.scheduling.explainer,
         deps.source.problems?.(),
+        deps.kvLoadDegraded?.(),
       );
-      sendJson(res, report.ready ? 200 : 503, report);
+      const reason = notReadyReason(report, deps.source);
+      readinessLog.note(reason);
+      sendJson(res, report.ready ? 200 : 503, reason === undefined ? report : { ...report, reason });
     })
     .add('GET', '/v1/models', (req, res) => {
       if (!apiKeys.allows(bearerToken(req))) return renderError(res, unauthorizedError(), BEARER_CHALLENGE);
@@ -129,14 +115,24 @@ export function createGatewayListener(
     })
     .add('GET', `${MODELS_PREFIX}:id`, (req, res, params) => retrieveModel(req, res, params.id ?? ''))
     .add('POST', `${METASERVER_ROUTE_PREFIX}:token`, metaserverRoute(deps))
-    .add('POST', MESSAGES_PATH, (req, res) => completions(req, res, MESSAGES_PATH, 'chat', messages))
-    .add('POST', COUNT_TOKENS_PATH, countTokensRoute(deps, apiKeys, bodies, messages.refuse))
-    .add('POST', RESPONSES_PATH, (req, res) => completions(req, res, RESPONSES_PATH, 'chat', responses))
+    .add(
+      'POST',
+      COUNT_TOKENS_PATH,
+      countTokensRoute(deps, apiKeys, bodies, refuser(deps, renderAnthropicError)),
+    )
     .add('GET', `${RESPONSES_PATH}/:id`, stored.retrieve)
     .add('DELETE', `${RESPONSES_PATH}/:id`, stored.remove)
     .add('GET', `${RESPONSES_PATH}/:id/input_items`, stored.inputItems);
-  for (const [path, kind] of Object.entries(API_ROUTES)) {
-    routes.add('POST', path, (req, res) => completions(req, res, path, kind));
+  // every client API's POST route, and the paths whose refusals are counted as API requests
+  const apiPaths = new Set([COUNT_TOKENS_PATH, RESPONSES_PATH]);
+  for (const adapter of apiAdapters({ responses: responsesDeps })) {
+    routes.add('POST', adapter.path, apiRoute(deps, { apiKeys, salter, client }, bodies, adapter));
+    apiPaths.add(adapter.path);
+  }
+  const oneInstance = oneInstanceRoute(deps, { apiKeys, client }, bodies, refuse);
+  for (const path of ONE_INSTANCE_PATHS) {
+    routes.add('POST', path, (req, res) => oneInstance(req, res, path));
+    apiPaths.add(path);
   }
 
   /**
@@ -148,12 +144,7 @@ export function createGatewayListener(
     if (match.kind === 'method_not_allowed') {
       const err = new MotorError('method_not_allowed', `use ${match.allow} for ${path}`);
       const allow = { allow: match.allow };
-      return API_ROUTES[path] !== undefined ||
-        path === MESSAGES_PATH ||
-        path === COUNT_TOKENS_PATH ||
-        path === RESPONSES_PATH
-        ? refuse(res, path, err, allow)
-        : renderError(res, err, allow);
+      return apiPaths.has(path) ? refuse(res, path, err, allow) : renderError(res, err, allow);
     }
     // Hugging Face ids hold a '/': a client that does not percent-encode it sends two segments.
     if (method === 'GET' && path.startsWith(MODELS_PREFIX) && path.length > MODELS_PREFIX.length)

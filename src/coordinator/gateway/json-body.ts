@@ -58,11 +58,25 @@ export async function readJsonBody(
   req: IncomingMessage,
   allowance?: BodyAllowance,
 ): Promise<JsonBody> {
+  const members: number[] = [];
+  const body = await readJsonBytes(bodies, req, allowance, members);
+  if ('error' in body) return body;
+  return { value: body.value, source: jsonSource(body.bytes, members, body.value) };
+}
+
+/**
+ * The body's bytes and their parse, bounded and refused as {@link readJsonBody}'s, for a route that
+ * forwards the bytes themselves. `members` receives the top-level members' offsets when given.
+ */
+export async function readJsonBytes(
+  bodies: BodyReader,
+  req: IncomingMessage,
+  allowance?: BodyAllowance,
+  members?: number[],
+): Promise<{ value: unknown; bytes: Buffer } | BodyRefusal> {
   try {
     const bytes = await bodies.raw(req, allowance);
-    const members: number[] = [];
-    const value = bodies.parseJson(bytes, members);
-    return { value, source: jsonSource(bytes, members, value) };
+    return { value: bodies.parseJson(bytes, members), bytes };
   } catch (err) {
     if (!(err instanceof HttpError)) throw err;
     return bodyRefusal(err);

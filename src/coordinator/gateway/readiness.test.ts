@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { StaticInstanceSource, type Instance } from '../fleet/instance-source.js';
-import { topologyReport } from './readiness.js';
+import { notReadyReason, ReadinessCauseLog, topologyReport } from './readiness.js';
 
 const H = { dispatchProfile: 'handoff' };
 const T = { dispatchProfile: 'trigger' };
@@ -85,5 +85,44 @@ describe("topology report (/ready), with the scheduler's fallback rules", () => 
 
   it('an empty fleet is not ready', () => {
     expect(topologyReport([], on).ready).toBe(false);
+  });
+});
+
+describe('notReadyReason: the root cause first', () => {
+  const on = {
+    unionFallback: true,
+    degradedPrefill: true,
+    planPreference: ['prefill_handoff_decode' as const],
+  };
+  const source = (all: Instance[], routable: Instance[], why = 'unhealthy') => ({
+    all: () => all,
+    routable: () => routable,
+    unroutableReason: () => why,
+  });
+  const pd = fleet(['prefill', H], ['decode', H]);
+  it.each<[string, ReturnType<typeof source>, RegExp | undefined]>([
+    ['ready: no reason', source(pd, pd), undefined],
+    ['nothing registered', source([], []), /^no instance is registered: add instances to the config/],
+    [
+      'registered, none routable',
+      source(pd, []),
+      /^no instance can take work: 1 prefill instance registered, none routable: 1 unhealthy; 1 decode/,
+    ],
+    ['decodes down: the route message', source(pd, [pd[0]!]), /^no decode instance for model/],
+  ])('%s', (_name, src, reason) => {
+    const report = topologyReport(src.routable(), { ...on, degradedPrefill: false, unionFallback: false });
+    const got = notReadyReason(report, src);
+    if (reason === undefined) expect(got).toBeUndefined();
+    else expect(got).toMatch(reason);
+  });
+
+  it('logs once per cause change', () => {
+    const lines: string[] = [];
+    const log = new ReadinessCauseLog({
+      warn: (o: unknown, msg?: string) => lines.push(`warn ${msg} ${(o as { reason: string }).reason}`),
+      info: (msg: unknown) => lines.push(`info ${String(msg)}`),
+    } as never);
+    for (const reason of ['a', 'a', 'b', undefined, undefined, 'a']) log.note(reason);
+    expect(lines).toEqual(['warn not ready a', 'warn not ready b', 'info ready', 'warn not ready a']);
   });
 });

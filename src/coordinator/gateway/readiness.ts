@@ -1,6 +1,8 @@
 import type { DispatchPlan } from '../../protocol/index.js';
 import { Scheduler, type FleetSummary, type RouteExplanation } from '../../scheduling/index.js';
-import type { Instance } from '../fleet/instance-source.js';
+import type { Logger } from '../../common/logger.js';
+import { fleetStatus } from '../fleet/fleet-status.js';
+import type { Instance, InstanceSource } from '../fleet/instance-source.js';
 import { servedModels, servesModel } from '../scheduling-bridge/route.js';
 import { routeExplainer, type RouteExplainer } from '../scheduling-bridge/scheduling-adapter.js';
 
@@ -19,6 +21,13 @@ export interface ReadinessReport {
   models: Record<string, string>;
   /** Per instance: why it is not scheduled or disagrees with its config (discovery); absent when none. */
   instances?: Record<string, string>;
+  /** When not ready: the root cause in one sentence (what is missing, not "retry"). */
+  reason?: string;
+  /**
+   * Per P/D pair (`<prefill> → <decode>`) served but degraded, with the likely cause (decodes that
+   * recompute instead of loading the KV); absent when none. Never makes the coordinator unready.
+   */
+  degraded?: Record<string, string>;
 }
 
 /**
@@ -29,6 +38,7 @@ export function readinessReport(
   instances: readonly Instance[],
   scheduler: RouteExplainer,
   problems: Readonly<Record<string, string>> = {},
+  degraded: Readonly<Record<string, string>> = {},
 ): ReadinessReport {
   const names = new Set<string>();
   for (const i of instances) for (const m of servedModels(i)) names.add(m);
@@ -43,7 +53,52 @@ export function readinessReport(
     if (explained.kind === 'failure') ready = false;
     models[name] = describe(explained, name, scheduler.fallback);
   }
-  return Object.keys(problems).length > 0 ? { ready, models, instances: { ...problems } } : { ready, models };
+  const report: ReadinessReport = { ready, models };
+  if (Object.keys(problems).length > 0) report.instances = { ...problems };
+  if (Object.keys(degraded).length > 0) report.degraded = { ...degraded };
+  return report;
+}
+
+/**
+ * Why the fleet is not ready, most basic cause first: nothing registered, nothing routable (and why
+ * each instance is held out: unhealthy, paused, circuit open), else the first model without a route.
+ */
+export function notReadyReason(
+  report: ReadinessReport,
+  source: Pick<InstanceSource, 'all' | 'routable' | 'unroutableReason'>,
+  circuitOpen: (id: string) => boolean = () => false,
+): string | undefined {
+  if (report.ready) return undefined;
+  const registered = source.all();
+  if (registered.length === 0)
+    return 'no instance is registered: add instances to the config, or start engine proxies that register (management.port or etcd)';
+  const routable = new Set(source.routable().map((i) => i.id));
+  const status = fleetStatus({
+    registered,
+    routable,
+    whyNotRoutable: (i) => source.unroutableReason?.(i) ?? 'not routable',
+    circuitOpen,
+  });
+  if (status.heldOut === registered.length) return `no instance can take work: ${status.text}`;
+  const failing = Object.entries(report.models).find(([, route]) => route.startsWith('no '));
+  return failing !== undefined ? failing[1] : status.text;
+}
+
+/**
+ * One warn line when the not-ready cause changes (not one per probe: a Kubernetes readiness probe
+ * polls every few seconds), and one info line when the fleet is ready again.
+ */
+export class ReadinessCauseLog {
+  private last: string | undefined;
+
+  constructor(private readonly log: Pick<Logger, 'warn' | 'info'>) {}
+
+  note(reason: string | undefined): void {
+    if (reason === this.last) return;
+    if (reason !== undefined) this.log.warn({ reason }, 'not ready');
+    else this.log.info('ready');
+    this.last = reason;
+  }
 }
 
 /** The same report for a fleet and fallback rules alone (no running coordinator). */
@@ -64,6 +119,10 @@ function describe(explained: RouteExplanation, model: string, fallback: RouteExp
 
 const list = (plans: readonly string[]): string => (plans.length > 0 ? plans.join(', ') : 'none');
 
+/** The fix is on the instance: a direct one names its connector or profile, a proxy its --engine-config. */
+const UNKNOWN_PROFILE =
+  "unknown profile: set the instance's kvTransferConfig or dispatchProfile, or the proxy's --engine-config";
+
 /** Names the missing capability (conformance 14) and, when it would help, the fallback setting. */
 function noRouteMessage(model: string, fleet: FleetSummary, fallback: RouteExplainer['fallback']): string {
   const hint =
@@ -74,8 +133,9 @@ function noRouteMessage(model: string, fleet: FleetSummary, fallback: RouteExpla
     const p = fleet.prefillPlans;
     const d = fleet.decodePlans;
     let missing: string;
-    if (p.length === 0) missing = `prefill instances advertise no dispatch capability (unknown profile)`;
-    else if (d.length === 0) missing = `decode instances advertise no dispatch capability (unknown profile)`;
+    if (p.length === 0) missing = `prefill instances advertise no dispatch capability (${UNKNOWN_PROFILE})`;
+    else if (d.length === 0)
+      missing = `decode instances advertise no dispatch capability (${UNKNOWN_PROFILE})`;
     else missing = `decode instances lack ${list(p)} and prefill instances lack ${list(d)}`;
     return (
       `no prefill/decode pair for model '${model}' shares a dispatch plan: missing capability: ${missing} ` +

@@ -4,7 +4,7 @@ import { bearerToken, sendJson } from '../../common/http.js';
 import { MotorError } from '../../common/motor-error.js';
 import type { ResponseStore } from '../../state/response-store/response-store.js';
 import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
-import type { Refuse } from './completions-route.js';
+import type { Refuse } from './api-route.js';
 import { storeTenant } from './store-tenant.js';
 
 type Json = Record<string, unknown>;

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { CACHE_SALT_FIELD } from '../internal-request/cache-salt.js';
 
 /**
  * Per-tenant prefix-cache isolation (issue 15, finding 8). With `server.tenantIsolation` on, every
@@ -14,9 +15,6 @@ import type { IncomingMessage } from 'node:http';
  * random per-process secret is used: still isolating, but each replica (and each restart) salts the
  * same tenant differently, so its cache hits are split across replicas and lost on restart.
  */
-
-/** The client's own field; overridden (never merged) when isolation is on. */
-export const CACHE_SALT_FIELD = 'cache_salt';
 
 /** Returns the salt of one request, or undefined when isolation is off. */
 export type TenantSalter = (req: IncomingMessage, apiKey: string) => string | undefined;
@@ -50,10 +48,4 @@ export function tenantSalter({ isolation, secret }: TenantSaltOptions): TenantSa
  */
 export function applyCacheSalt(body: Record<string, unknown>, salt: string | undefined): void {
   if (salt !== undefined) body[CACHE_SALT_FIELD] = salt;
-}
-
-/** The salt the engine will see (the tenant's, or a client's own when isolation is off); keys prefix hashes. */
-export function cacheSaltOf(body: Record<string, unknown>): string | undefined {
-  const salt = body[CACHE_SALT_FIELD];
-  return typeof salt === 'string' && salt !== '' ? salt : undefined;
 }

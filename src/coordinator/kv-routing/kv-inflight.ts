@@ -18,8 +18,8 @@ interface Expectation {
  * chosen worker and removes them when a TTL passes, and its active-sequence tracker
  * (lib/llm/src/kv_router/sequence.rs over `dynamo_kv_router::sequence::ActiveSequences`) counts the
  * blocks of requests routed and not yet finished per worker, optionally shared between router replicas
- * (`replica_sync`). Here only this coordinator's own routes are known: another replica's in-flight
- * requests become visible when their events arrive.
+ * (`replica_sync`). Here the other replicas' routes are added too when `routingSync` is on (each
+ * replica publishes its expectations); without it they become visible when their events arrive.
  *
  * Memory is bounded: at most `maxBlocks` expectations over all instances; past it the oldest of the
  * instance being recorded are dropped (a request's blocks go in tail first, so its head lasts longest).

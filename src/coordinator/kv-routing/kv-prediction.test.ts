@@ -3,7 +3,7 @@ import { createLogger } from '../../common/logger.js';
 import { BlockIndex } from '../../kv-events/block-index.js';
 import type { KvEventsHub } from '../../kv-events/kv-events-hub.js';
 import type { KvSubscriberStatus } from '../../kv-events/kv-event-subscriber.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
 import { KvPredictor } from './kv-prediction.js';
 import type { GroupPrompt, PromptBlockKeys } from './prompt-block-keys.js';
 import { precisePrefixScorer } from '../../scheduling/plugins/precise-prefix-scorer.js';
@@ -151,5 +151,19 @@ describe('KvPredictor in-flight overlay (precise-prefix routing)', () => {
     const second = await route('t2');
     expect(second.kvPrediction.expectedCachedTokens?.get('i1')).toBeUndefined();
     expect(second.kvPrediction.cachedTokens.get('i1')).toBe(how === 'evicted' ? 32 : 0);
+  });
+
+  it('tells a routing-sync publisher each expectation and its release (the other replicas apply them)', async () => {
+    const { predictor, route } = setup();
+    const told: string[] = [];
+    predictor.publisher = {
+      expected: (instance, keys) => (told.push(`expected ${instance} ${keys.length}`), 'r1'),
+      released: (routeId) => void told.push(`released ${routeId}`),
+    };
+    const first = await route('t1', 1);
+    expect(told).toEqual(['expected i1 4']);
+    first.kvPrediction.release!();
+    first.kvPrediction.release!(); // once
+    expect(told).toEqual(['expected i1 4', 'released r1']);
   });
 });

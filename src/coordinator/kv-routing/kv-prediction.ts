@@ -2,7 +2,8 @@ import type { Logger } from '../../common/logger.js';
 import type { KvEventsHub } from '../../kv-events/kv-events-hub.js';
 import { predictedCachedTokens } from '../../kv-hash/index.js';
 import type { KvPrediction } from '../../scheduling/index.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
+import type { ExpectationPublisher } from '../../state/routing-sync/routing-sync.js';
 import { InflightBlocks } from './kv-inflight.js';
 import type { GroupPrompt, PromptBlockKeys } from './prompt-block-keys.js';
 
@@ -29,6 +30,8 @@ export interface KvPredictorOptions {
 export class KvPredictor {
   private warned = false;
   readonly inflight: InflightBlocks;
+  /** Set when routing state is shared: each expectation is published too. */
+  publisher: ExpectationPublisher | null = null;
 
   constructor(
     readonly keys: PromptBlockKeys,
@@ -84,7 +87,8 @@ export class KvPredictor {
     p: Pick<KvPrediction, 'promptTokens' | 'cachedTokens' | 'expectedCachedTokens'>,
   ): KvPrediction {
     const inflight = this.inflight;
-    const routes: [string, BigUint64Array][] = [];
+    const publisher = this.publisher;
+    const routes: [string, BigUint64Array, string | null][] = [];
     return {
       ...p,
       routed: (instance) => {
@@ -92,10 +96,13 @@ export class KvPredictor {
         const prompt = prompts.get(this.keys.groupOf(instance, client.model) ?? '');
         if (prompt === undefined) return;
         inflight.expect(instance, prompt.blockKeys);
-        routes.push([instance, prompt.blockKeys]);
+        routes.push([instance, prompt.blockKeys, publisher?.expected(instance, prompt.blockKeys) ?? null]);
       },
       release: () => {
-        for (const [instance, keys] of routes) inflight.release(instance, keys);
+        for (const [instance, keys, routeId] of routes) {
+          inflight.release(instance, keys);
+          if (routeId !== null) publisher?.released(routeId);
+        }
         routes.length = 0;
       },
     };

@@ -4,7 +4,7 @@ import type { Logger } from '../../common/logger.js';
 import { validateCoordinatorConfig } from '../../config/coordinator-config.js';
 import { BlockHasher, eventBlockHash } from '../../kv-hash/index.js';
 import { QWEN3_CHAT_FIXTURE, QWEN3_DIR } from '../../model-tokenizer/testing/index.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
 import { PromptBlockKeys, tokenizeInput } from './prompt-block-keys.js';
 
 const golden = (

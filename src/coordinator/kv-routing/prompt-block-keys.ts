@@ -6,8 +6,8 @@ import {
   UnsupportedPromptError,
   type TokenizeInput,
 } from '../../model-tokenizer/index.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
-import { cacheSaltOf } from '../gateway/tenant-salt.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
+import { cacheSaltOf } from '../internal-request/cache-salt.js';
 
 /** A prompt as one `kvHash` group's engines see it. */
 export interface GroupPrompt {

@@ -1,5 +1,5 @@
 import { CHARS_PER_TOKEN } from '../../scheduling/index.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
 
 /** What prefix hashing sees of one request: rendered text (chat template applied) or token ids. */
 export interface RenderedPrompt {

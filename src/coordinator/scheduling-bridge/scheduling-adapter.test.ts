@@ -99,6 +99,33 @@ describe('SchedulingAdapter', () => {
     }
   });
 
+  it.each([
+    ['Qwen3-0.6B', /served models: Qwen\/Qwen3-0\.6B, other; did you mean 'Qwen\/Qwen3-0\.6B'\?$/],
+    ['llama', /served models: Qwen\/Qwen3-0\.6B, other$/],
+  ])('a model 404 for %s lists the served models', (model, message) => {
+    const { adapter, source } = adapterFor([
+      { id: 'P', url: 'http://p:1', role: 'prefill', models: ['Qwen/Qwen3-0.6B'], ...H },
+      { id: 'D', url: 'http://d:1', role: 'decode', models: ['Qwen/Qwen3-0.6B', 'other'], ...H },
+    ]);
+    const req = { ...adapter.requestFor(chat('x'), {}), model };
+    const error = (() => {
+      try {
+        adapter.select(source.routable(), req, new Set());
+      } catch (err) {
+        return err as MotorError;
+      }
+    })();
+    expect(error?.code).toBe('model_not_found');
+    expect(error?.message).toMatch(message);
+  });
+
+  it('an empty fleet is a 503 naming the cause, not "retry shortly"', () => {
+    const { adapter, source } = adapterFor([]);
+    expect(() => adapter.select(source.routable(), adapter.requestFor(chat('x'), {}), new Set())).toThrow(
+      /^no route for model '[^']+': no instance is registered \(none in the config, and no engine proxy has registered\)$/,
+    );
+  });
+
   it('names the missing capability of an incompatible fleet', () => {
     const { adapter, source } = adapterFor([
       { id: 'P', url: 'http://p:1', role: 'prefill', dispatchProfile: 'handoff' },

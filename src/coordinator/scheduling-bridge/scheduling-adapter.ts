@@ -9,6 +9,7 @@ import {
   type RequestOutcome,
   type RouteExplanation,
   type SchedulableInstance,
+  type SchedulerOptions,
   type SchedulingConfig,
   type SchedulingRequest,
 } from '../../scheduling/index.js';
@@ -16,10 +17,11 @@ import { EngineMetricsScraper } from '../fleet/engine-metrics-scraper.js';
 import type { Instance, InstanceSource } from '../fleet/instance-source.js';
 import { MotorError } from '../../common/motor-error.js';
 import { renderPrompt } from '../kv-routing/prompt-render.js';
-import type { ClientRequest } from '../dispatch/request/client-request.js';
-import { cacheSaltOf } from '../gateway/tenant-salt.js';
+import type { ClientRequest } from '../internal-request/client-request.js';
+import { cacheSaltOf } from '../internal-request/cache-salt.js';
 import type { Upstreams } from '../fleet/upstream.js';
-import { flowFor, servesModel, type Route } from './route.js';
+import { flowFor, servedModels, servesModel, type Route } from './route.js';
+import { didYouMean } from '../../common/did-you-mean.js';
 import { fleetStatus, type FleetStatus } from '../fleet/fleet-status.js';
 import { LoadReservation } from './load-reservation.js';
 
@@ -143,11 +145,14 @@ export class SchedulingAdapter {
         AdmissionOptions,
         'maxInflightBodyBytes' | 'bodyReservationBytes' | 'maxClientBodyBytes'
       >;
+      /** Load tracker and prefix indexes shared with the other replicas (`routingSync`); default local ones. */
+      sharedState?: Pick<SchedulerOptions, 'loadTracker' | 'newPrefixIndex'>;
     },
   ) {
     const { log } = deps;
     this.scheduler = new Scheduler(config.library, {
       ...(config.plugins ? { plugins: config.plugins } : {}),
+      ...deps.sharedState,
       onCircuitStateChange: (instance, from, to) => log.warn({ instance, from, to }, 'circuit state changed'),
       onMetricsFallback: (instance, why) =>
         log.warn({ instance, why }, 'engine metrics missing or stale; scoring without them'),
@@ -260,6 +265,42 @@ export class SchedulingAdapter {
   }
 
   /**
+   * The one instance a request without generation runs on (embeddings, tokenize, score: no P/D
+   * split), from the first of `roles` with an available instance serving the model, avoiding
+   * `exclude` when another instance can serve. Throws as {@link select} does.
+   */
+  selectOne(
+    instances: readonly Instance[],
+    request: SchedulingRequest,
+    exclude: ReadonlySet<string>,
+    roles: readonly InstanceRole[],
+  ): Selection {
+    const serving: InstanceView[] = [];
+    for (const instance of instances)
+      if (servesModel(instance, request.model)) serving.push(this.view(instance));
+    if (serving.length === 0) throw this.nothingServes(request.model);
+    let decision =
+      exclude.size > 0
+        ? this.scheduler.selectOne(
+            request,
+            serving.filter((v) => !exclude.has(v.id)),
+            roles,
+          )
+        : undefined;
+    if (!decision || decision.kind === 'failure')
+      decision = this.scheduler.selectOne(request, serving, roles);
+    if (decision.kind === 'failure')
+      throw new MotorError('no_route', `no route for model '${request.model}': ${decision.message}`);
+    const instance = (decision.instance as InstanceView).instance;
+    return {
+      route: { kind: 'single', instance, degraded: false },
+      cachedPromptTokens: 0,
+      picked: [instance],
+      reservation: null,
+    };
+  }
+
+  /**
    * Starts tracking one leg. The decode leg of a pair does no prefill work (its KV arrives), so it
    * counts its prompt as in-flight tokens but not as pending prefill; it adopts the load reserved for
    * it at the pick (`reservation`) instead of counting it again.
@@ -303,17 +344,24 @@ export class SchedulingAdapter {
    */
   private nothingServes(model: string): MotorError {
     const status = this.statusOf(model);
-    if (status.registered === 0 && this.deps.source.all().length > 0)
+    const fleet = this.deps.source.all();
+    if (status.registered === 0 && fleet.length > 0) {
+      // a missing organisation prefix (`Qwen3-0.6B` for `Qwen/Qwen3-0.6B`) is the usual mistake: the
+      // served names, and the nearest, let the client fix it without a second request
+      const served = [...new Set(fleet.flatMap((i) => servedModels(i)))].sort();
       return new MotorError(
         'model_not_found',
-        `The model '${model}' does not exist or no instance serves it`,
-        {
-          param: 'model',
-        },
+        `The model '${model}' does not exist or no instance serves it; served models: ${served.join(', ')}` +
+          modelSuggestion(model, served),
+        { param: 'model' },
       );
-    return new MotorError('no_route', `no route for model '${model}': ${status.text}; retry shortly`, {
-      retryable: true,
-    });
+    }
+    // the cause, not a promise: an empty fleet stays empty until something registers
+    const text =
+      fleet.length === 0
+        ? 'no instance is registered (none in the config, and no engine proxy has registered)'
+        : status.text;
+    return new MotorError('no_route', `no route for model '${model}': ${text}`, { retryable: true });
   }
 
   /** The registered fleet serving `model`, in words (fleet-status.ts); only on the failure path. */
@@ -337,4 +385,11 @@ export class SchedulingAdapter {
     }
     return view;
   }
+}
+
+/** The served name that is `model` with its organisation prefix (`Qwen/` + `Qwen3-0.6B`), else the nearest. */
+function modelSuggestion(model: string, served: readonly string[]): string {
+  const wanted = `/${model.toLowerCase()}`;
+  const match = served.find((name) => name.toLowerCase().endsWith(wanted));
+  return match !== undefined ? `; did you mean '${match}'?` : didYouMean(model, served);
 }

@@ -95,7 +95,9 @@ export class FakeEngineClient implements EngineTransport {
 
   constructor(public script: EngineScript) {}
 
-  async request(req: UpstreamRequest): Promise<EngineResponse> {
+  async request(sent: UpstreamRequest): Promise<EngineResponse> {
+    // a spliced body is a list of buffers: recorded as the one body the engine would read
+    const req = Array.isArray(sent.body) ? { ...sent, body: Buffer.concat(sent.body) } : sent;
     this.requests.push(req);
     for (const wake of this.waiters.splice(0)) wake();
     return this.script(req);

@@ -21,6 +21,7 @@ export class RedisRoutingBus implements RoutingBus {
   private self = '';
   private ready = { pub: false, sub: false };
   private up = false;
+  private subscribed = false;
   private handlers: BusHandlers | null = null;
 
   constructor(private readonly options: RedisBusOptions) {
@@ -42,25 +43,47 @@ export class RedisRoutingBus implements RoutingBus {
 
   private mark(name: 'pub' | 'sub', ready: boolean, reason: string): void {
     this.ready[name] = ready;
-    const up = this.ready.pub && this.ready.sub;
+    this.report(reason);
+  }
+
+  /** Up = both connections ready and the channels subscribed (node-redis resubscribes on reconnect). */
+  private report(reason: string): void {
+    const up = this.ready.pub && this.ready.sub && this.subscribed;
     if (up === this.up) return;
     this.up = up;
     if (up) this.handlers?.up();
     else this.handlers?.down(reason);
   }
 
+  /**
+   * Resolves once subscribed, or at the first failed connection attempt (reported as `down`): a
+   * replica whose Redis is away at start-up routes on its own state instead of waiting for it, and
+   * node-redis keeps connecting in the background (`up` when it succeeds).
+   */
   async start(self: string, handlers: BusHandlers): Promise<void> {
     this.self = self;
+    this.handlers = handlers;
     const listener = (message: string) => handlers.message(message);
-    try {
-      await Promise.all([this.pub.connect(), this.sub.connect()]);
-      await this.sub.subscribe([this.options.channel, this.directChannel(self)], listener);
-      this.handlers = handlers;
-      if (this.up) handlers.up();
-    } catch (err) {
-      this.handlers = handlers;
-      handlers.down((err as Error).message);
-    }
+    const subscribed = Promise.all([this.pub.connect(), this.sub.connect()])
+      .then(() => this.sub.subscribe([this.options.channel, this.directChannel(self)], listener))
+      .then(() => {
+        this.subscribed = true;
+        this.report('');
+      });
+    let failed: (reason: string) => void = () => undefined;
+    const firstFailure = new Promise<void>((resolve) => {
+      failed = (reason) => {
+        if (!this.up) handlers.down(reason);
+        resolve();
+      };
+    });
+    const onError = (err: Error) => failed(err.message);
+    this.pub.once('error', onError);
+    this.sub.once('error', onError);
+    subscribed.catch((err: Error) => failed(err.message));
+    await Promise.race([subscribed.catch(() => undefined), firstFailure]);
+    this.pub.off('error', onError);
+    this.sub.off('error', onError);
   }
 
   broadcast(text: string): boolean {

@@ -69,6 +69,8 @@ export interface RoutingSyncStats {
   /** Lost broadcasts noticed (a sequence gap), each answered by a state exchange with that replica. */
   gaps: number;
   outages: number;
+  /** State answers received (warm start, back after an outage, after a gap): the replicas converged. */
+  statesReceived: number;
 }
 
 interface RemoteLoad {
@@ -151,6 +153,7 @@ export class RoutingSync {
     messagesRejected: 0,
     gaps: 0,
     outages: 0,
+    statesReceived: 0,
   };
 
   constructor(options: RoutingSyncOptions) {
@@ -362,9 +365,13 @@ export class RoutingSync {
           ...(m.wantIndex && { index: this.indexSnapshot() }),
         };
         this.send(answer, m.from);
+        // Back from an outage, this replica's own hello may have gone out before the sender was
+        // subscribed again: ask it directly for the index still missing here.
+        if (this.wantIndex && this.warmWaiter === null && m.wantIndex) this.hello(m.from, true);
         return;
       }
       case 's':
+        this.stats.statesReceived++;
         peer.seq = Math.max(peer.seq, m.seq);
         this.replaceState(peer, m.state);
         if (m.index && this.wantIndex) {

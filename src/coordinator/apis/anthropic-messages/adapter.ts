@@ -1,22 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken } from '../../../common/http.js';
 import { MotorError } from '../../../common/motor-error.js';
-import type { ClientRequest } from '../../dispatch/request/client-request.js';
-import type { ClientSinkLike } from '../../dispatch/request/client-sink.js';
+import type { ClientSink } from '../../dispatch/pipeline.js';
 import type { ChatChunk } from '../chat-frames.js';
 import type { ApiAdapter, Translated } from '../api-adapter.js';
 import { TranslatingSink } from '../translating-sink.js';
 import { anthropicStreamError, renderAnthropicError } from './errors.js';
 import { chatToMessage, messageIdFor, type StopInfo } from './message.js';
 import { messagesToChat } from './request.js';
+import { validateClientRequest } from '../openai/request-validation.js';
 import { AnthropicStreamEncoder } from './stream-events.js';
 
 export const MESSAGES_PATH = '/v1/messages';
 export const COUNT_TOKENS_PATH = '/v1/messages/count_tokens';
-
-export interface TranslatedMessage extends Translated {
-  readonly stop: StopInfo;
-}
 
 /**
  * The Anthropic key: `x-api-key` (what `@anthropic-ai/sdk` sends, client.ts `apiKeyAuth`) or
@@ -41,30 +37,32 @@ export function anthropicVersionError(req: IncomingMessage): MotorError | null {
   });
 }
 
-export const anthropicMessagesAdapter: ApiAdapter<TranslatedMessage> = {
+export const anthropicMessagesAdapter: ApiAdapter = {
+  kind: 'generation',
   api: 'anthropic-messages',
+  path: MESSAGES_PATH,
   apiKey: anthropicApiKey,
-  toInternal(body): TranslatedMessage {
+  headerError: anthropicVersionError,
+  toInternal(body, { rootRequestId }): Translated {
     const t = messagesToChat(body);
-    return { chat: t.chat, stop: { stopSequences: t.stopSequences } };
-  },
-  createSink(
-    res: ServerResponse,
-    rootRequestId: string,
-    t: TranslatedMessage,
-    client: ClientRequest,
-  ): ClientSinkLike {
-    const id = messageIdFor(rootRequestId);
-    const model = client.model;
-    const encoder = new AnthropicStreamEncoder(id, model, t.stop);
-    return new TranslatingSink(res, rootRequestId, client.stream, {
-      start: () => encoder.start(),
-      chunk: (c) => encoder.chunk(c),
-      end: () => encoder.end(),
-      streamError: anthropicStreamError,
-      json: (chat: ChatChunk) => chatToMessage(chat, id, model, t.stop),
-      renderError: (r, err) => renderAnthropicError(r, err),
-    });
+    const request = validateClientRequest('chat', t.chat);
+    const stop: StopInfo = { stopSequences: t.stopSequences };
+    return {
+      request,
+      createSink(res: ServerResponse): ClientSink {
+        const id = messageIdFor(rootRequestId);
+        const model = request.model;
+        const encoder = new AnthropicStreamEncoder(id, model, stop);
+        return new TranslatingSink(res, rootRequestId, request.stream, {
+          start: () => encoder.start(),
+          chunk: (c) => encoder.chunk(c),
+          end: () => encoder.end(),
+          streamError: anthropicStreamError,
+          json: (chat: ChatChunk) => chatToMessage(chat, id, model, stop),
+          renderError: (r, err) => renderAnthropicError(r, err),
+        });
+      },
+    };
   },
   renderError: renderAnthropicError,
 };

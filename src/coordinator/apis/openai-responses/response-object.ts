@@ -109,6 +109,23 @@ export const functionCallItem = (
   arguments: args,
 });
 
+/**
+ * An input item as stored and listed by `GET /v1/responses/{id}/input_items` (`ResponseItem` in the
+ * SDK's responses.d.ts): every item has an id, and a message's content is a list of parts even when the
+ * request sent a string (`ResponseInputMessageItem.content` is `input_text` parts; an assistant
+ * message is a `ResponseOutputMessage` with `output_text` parts).
+ */
+export function storedInputItem(item: Json, id: string): Json {
+  const withId = typeof item.id === 'string' ? item : { ...item, id };
+  if (withId.type !== 'message') return withId;
+  const assistant = withId.role === 'assistant';
+  const content =
+    typeof withId.content === 'string'
+      ? [assistant ? outputText(withId.content) : { type: 'input_text', text: withId.content }]
+      : withId.content;
+  return { ...withId, content, status: withId.status ?? 'completed' };
+}
+
 /** A non-stream chat completion → the output items and status of its Response. */
 export function chatToOutput(
   chat: ChatChunk,

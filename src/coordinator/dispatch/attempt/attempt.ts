@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DispatchStopReason } from '../../../protocol/index.js';
 import type { Instance, InstanceSource } from '../../fleet/instance-source.js';
 import { MotorError } from '../../../common/motor-error.js';
+import { decodeKvLoad } from '../../../engine-adapters/index.js';
 import { HOP_HEADER, LOCAL_HOP_ID } from '../../fleet/hop-header.js';
 import type { Route } from '../../scheduling-bridge/route.js';
 import type { SchedulingAdapter, Selection } from '../../scheduling-bridge/scheduling-adapter.js';
@@ -48,6 +49,8 @@ export class Attempt {
   /** The decode load reserved at the pick (scheduling-adapter.ts); its leg takes it, finish frees it. */
   private readonly reservation: Selection['reservation'];
   private watchdog: NodeJS.Timeout | null = null;
+  /** The decode's usage was judged for KV load (once per attempt). */
+  private kvLoadJudged = false;
   /** The client's socket is full and the relay paused the upstream: engine silence is not counted. */
   private clientPaused = false;
   /** The client's own bound while paused; made at the first pause, re-armed by later ones. */
@@ -71,6 +74,8 @@ export class Attempt {
     this.picked = selection?.picked ?? [];
     this.reservation = selection?.reservation ?? null;
     this.cancellation = ctx.cancellation.child();
+    // The KV-load judgement belongs to the attempt whose prefill set it (prefill-result.ts).
+    ctx.rewrite.onDecodeUsage = null;
     this.cancellation.onCancel((err, reason) => this.stop(err, reason));
     const { firstTokenMs } = services.timeouts;
     // Non-stream responses arrive whole: the watchdog then covers the prefill leg only (none for single).
@@ -99,6 +104,16 @@ export class Attempt {
     const predicted = this.ctx.schedulingRequest.kvPrediction?.cachedTokens.get(instanceId);
     if (predicted !== undefined && cachedTokens !== null)
       this.services.cachedTokensReported?.(instanceId, predicted, cachedTokens);
+  }
+
+  /**
+   * The P/D decode's usage: did it load the KV it was handed (kv-load.ts)? Once per attempt (a
+   * stream with continuous usage stats repeats the usage on every frame).
+   */
+  decodeUsageReported(usage: Record<string, unknown>): void {
+    if (this.kvLoadJudged || this.route.kind !== 'pd') return;
+    this.kvLoadJudged = true;
+    this.ctx.obs.kvLoad?.(this.route.prefill.id, this.route.decode.id, decodeKvLoad(usage).verdict);
   }
 
   transportFor(instance: Instance): LegTransport {

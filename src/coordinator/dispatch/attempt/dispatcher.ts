@@ -6,7 +6,7 @@ import {
   routeSummary,
   type DispatchObserver,
 } from '../../../observability/dispatch-observer.js';
-import type { ClientRequest } from '../request/client-request.js';
+import { ENGINE_PATHS, type ClientRequest } from '../../internal-request/client-request.js';
 import type { InstanceSource } from '../../fleet/instance-source.js';
 import { HOP_HEADER, nextHops } from '../../fleet/hop-header.js';
 import { MotorError } from '../../../common/motor-error.js';
@@ -16,7 +16,7 @@ import type { KvPrediction } from '../../../scheduling/index.js';
 import type { Upstreams } from '../../fleet/upstream.js';
 import { Attempt, type AttemptServices } from './attempt.js';
 import { backoffDelayMs } from './backoff.js';
-import { ClientSink, type ClientSinkLike } from '../request/client-sink.js';
+import type { ClientSink } from '../request/client-sink.js';
 import { runConcurrent, type ConcurrentFlowDeps } from '../flows/trigger-bootstrap-flow.js';
 import { runHandoff, type HandoffCarry } from '../flows/handoff-flow.js';
 import { LegTransports } from '../transport/leg-transport.js';
@@ -102,17 +102,15 @@ export class Dispatcher {
   async serve(
     client: ClientRequest,
     rootRequestId: string,
+    /** The client's route (metrics and logs); every leg posts to the engine route of `client.kind`. */
     path: string,
     res: ServerResponse,
+    /** Where the pipeline's OpenAI frames go: the client API's own sink (src/coordinator/apis/). */
+    sink: ClientSink,
     /** Session affinity key (`x-session-id`) and API key (rate limiting) of the client request. */
     meta: { sessionKey?: string; apiKey?: string } = {},
     /** The request's cancellation (the gateway makes it before admission). */
     cancellation: RequestCancellation = new RequestCancellation(res),
-    /**
-     * Another client API (apis/): its sink renders the pipeline's chat frames in its own shape, and the
-     * legs post to the chat path its request was translated to (`path` stays the client's, for metrics).
-     */
-    front?: { sink: ClientSinkLike; legPath: string },
   ): Promise<void> {
     const { config, scheduling } = this.deps;
     const obs = (this.deps.observer ?? noopDispatchObserver).requestStart({
@@ -127,8 +125,8 @@ export class Dispatcher {
     const ctx: RequestContext = {
       rootRequestId,
       client,
-      path: front?.legPath ?? path,
-      sink: front?.sink ?? new ClientSink(res, rootRequestId, client.stream),
+      path: ENGINE_PATHS[client.kind],
+      sink,
       cancellation,
       obs,
       // with a prediction the prompt's length is known in the model's own tokens: load (pending prefill

@@ -55,8 +55,12 @@ export async function awaitPrefill(
 export function prefillCompleted(attempt: Attempt, result: PrefillResult): void {
   attempt.prefillDone();
   attempt.ctx.rewrite.cachedTokens = cachedTokensOf(result.usage);
-  if (attempt.route.kind === 'pd')
+  if (attempt.route.kind === 'pd') {
     attempt.reportedCachedTokens(attempt.route.prefill.id, attempt.ctx.rewrite.cachedTokens);
+    // A skipped handoff recomputes by design (counted as prefill_kv_skipped), not a silent failure.
+    attempt.ctx.rewrite.onDecodeUsage =
+      result.status === 'completed' ? (usage) => attempt.decodeUsageReported(usage) : null;
+  }
 }
 
 /** `usage.prompt_tokens_details.cached_tokens` of an engine answer; null when not reported. */

@@ -1,5 +1,5 @@
 import { isPlainObject } from '../../../common/http.js';
-import type { ApiKind } from '../request/client-request.js';
+import type { ApiKind } from '../../internal-request/client-request.js';
 import type { SentSummary } from './sent-so-far.js';
 
 /**

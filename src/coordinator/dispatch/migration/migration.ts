@@ -1,8 +1,9 @@
 import { MotorError } from '../../../common/motor-error.js';
 import type { RequestObserver } from '../../../observability/dispatch-observer.js';
-import type { ClientRequest } from '../request/client-request.js';
+import type { ClientRequest } from '../../internal-request/client-request.js';
 import { continuationBody, staticRefusal } from './continuation-body.js';
-import { MAX_RECORDED_BYTES, SentRecord } from './sent-so-far.js';
+import { AnswerFold } from '../relay/assembled-answer.js';
+import { MAX_RECORDED_BYTES, SentRecord, type SentLog } from './sent-so-far.js';
 import { StreamSeam, stopStrings } from './stream-seam.js';
 
 /**
@@ -13,7 +14,9 @@ import { StreamSeam, stopStrings } from './stream-seam.js';
  */
 export class Migration {
   /** What the client has received (kept only while the request is migratable). */
-  readonly sent: SentRecord;
+  readonly sent: SentLog;
+  /** An assembled answer's fold (`assembles`): it is also `sent`. Null for a stream or a JSON leg. */
+  readonly answer: AnswerFold | null;
   /** Migrations started so far. */
   count = 0;
   /** The next attempt's body (null: the client's own). */
@@ -44,8 +47,9 @@ export class Migration {
     this.assembles = !client.stream && refusal === null && nonStreamLegs === 'stream';
     this.refusal = client.stream || this.assembles ? refusal : 'off';
     this.base = this.assembles ? streamedBody(client.body) : client.body;
-    // an assembled answer needs every frame: no size bound (a JSON answer is held whole anyway)
-    this.sent = new SentRecord(this.assembles ? Infinity : MAX_RECORDED_BYTES);
+    // an assembled answer folds its frames as they come (what its JSON needs, bounded frame bytes)
+    this.answer = this.assembles ? new AnswerFold(client.kind) : null;
+    this.sent = this.answer ?? new SentRecord(MAX_RECORDED_BYTES);
   }
 
   /** The body of the next attempt's legs. */

@@ -17,6 +17,24 @@ export interface SentSummary {
   unresumable: string | null;
 }
 
+/**
+ * What keeps the client's output so far, for a continuation: the bytes of a stream (`SentRecord`), or
+ * the folded state of an assembled answer (assembled-answer.ts `AnswerFold`).
+ */
+export interface SentLog {
+  /** Too long to keep: the request stops being migratable. */
+  readonly overflow: boolean;
+  /** Bytes of relayed frames held (what a long answer costs in memory beyond its text). */
+  readonly retainedBytes: number;
+  record(buf: Buffer): void;
+  summary(): SentSummary;
+}
+
+/** A summary of nothing sent yet. */
+export function emptySummary(): SentSummary {
+  return { id: null, created: null, text: '', tokens: 0, tokenIds: [], finished: false, unresumable: null };
+}
+
 const SEP = Buffer.from('\n\n');
 /** A stream this long is not kept for a continuation (it stops being migratable). */
 export const MAX_RECORDED_BYTES = 8 * 1024 * 1024;
@@ -25,13 +43,17 @@ export const MAX_RECORDED_BYTES = 8 * 1024 * 1024;
  * The bytes of a committed stream as written to the client, kept by reference (no copy, no parse on
  * the request path) and read only when a migration needs them.
  */
-export class SentRecord {
+export class SentRecord implements SentLog {
   private chunks: Buffer[] = [];
   private bytes = 0;
   /** Over the limit: nothing is kept any more. */
   overflow = false;
 
   constructor(private readonly limit = MAX_RECORDED_BYTES) {}
+
+  get retainedBytes(): number {
+    return this.overflow ? 0 : this.bytes;
+  }
 
   record(buf: Buffer): void {
     if (this.overflow) return;
@@ -51,15 +73,7 @@ export class SentRecord {
 
   /** Parses what was sent (once per migration). */
   summary(): SentSummary {
-    const out: SentSummary = {
-      id: null,
-      created: null,
-      text: '',
-      tokens: 0,
-      tokenIds: [],
-      finished: false,
-      unresumable: null,
-    };
+    const out = emptySummary();
     const all = this.bytesSoFar();
     let start = 0;
     while (start < all.length) {
@@ -80,6 +94,11 @@ function summarizeFrame(frame: string, out: SentSummary): void {
   } catch {
     return;
   }
+  summarizeObject(obj, out);
+}
+
+/** One parsed frame's share of the summary (a frame that is not a chunk object adds nothing). */
+export function summarizeObject(obj: unknown, out: SentSummary): void {
   if (!isPlainObject(obj) || !Array.isArray(obj.choices)) return;
   if (out.id === null && typeof obj.id === 'string') out.id = obj.id;
   if (out.created === null && typeof obj.created === 'number') out.created = obj.created;
@@ -94,14 +113,21 @@ function summarizeFrame(frame: string, out: SentSummary): void {
       out.unresumable ??= 'reasoning output';
     const text = d !== null ? d.content : c.text;
     const ids = c.token_ids;
-    if (typeof text === 'string') out.text += text;
     if (Array.isArray(ids) && ids.length > 0) {
+      if (typeof text === 'string') out.text += text;
       if (out.tokenIds !== null) for (const id of ids) out.tokenIds.push(id as number);
       out.tokens += ids.length;
-    } else if (typeof text === 'string' && text.length > 0) {
-      // no ids: vLLM streams one frame per engine step, one token each (no speculative decoding)
-      out.tokenIds = null;
-      out.tokens += 1;
+    } else if (typeof text === 'string') {
+      summarizeTextOnly(text, out);
     }
   }
+}
+
+/** The text of a frame that carries no token ids (a text-only frame is read without a parse: AnswerFold). */
+export function summarizeTextOnly(text: string, out: SentSummary): void {
+  out.text += text;
+  if (text.length === 0) return;
+  // no ids: vLLM streams one frame per engine step, one token each (no speculative decoding)
+  out.tokenIds = null;
+  out.tokens += 1;
 }

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ApiKind } from '../request/client-request.js';
-import { assembleAnswer } from './assembled-answer.js';
+import type { RequestObserver } from '../../../observability/dispatch-observer.js';
+import { Migration } from '../migration/migration.js';
+import { SentRecord } from '../migration/sent-so-far.js';
+import type { ApiKind, ClientRequest } from '../../internal-request/client-request.js';
+import { AnswerFold, assembleAnswer, FOLD_BYTES } from './assembled-answer.js';
 
 const sse = (...frames: object[]): Buffer =>
   Buffer.from([...frames.map((f) => `data: ${JSON.stringify(f)}\n\n`), 'data: [DONE]\n\n'].join(''));
@@ -255,5 +258,62 @@ describe('assembleAnswer: frames read through a template', () => {
     expect((got.choices as Array<{ message: { content: string } }>)[0]!.message.content).toBe(
       'a"q" \\café é😀',
     );
+  });
+});
+
+describe('AnswerFold: a long answer is folded as it comes, holding a bounded batch of frame bytes', () => {
+  /** A 30,000-token chat answer (~4.5 MB of frames), some frames with logprobs so both paths fold. */
+  const TOKENS = 30_000;
+  const long = (): { frames: Buffer; text: string } => {
+    const parts = [chat({ delta: { role: 'assistant', content: '' } })];
+    let text = '';
+    for (let i = 0; i < TOKENS; i++) {
+      const t = ` w${i % 97}`;
+      text += t;
+      parts.push(
+        chat({ delta: { content: t }, ...(i % 1000 === 0 ? { logprobs: { content: [lp(t)] } } : {}) }),
+      );
+    }
+    parts.push(chat({ delta: {}, finish_reason: 'length' }), usageFrame('chat.completion.chunk'));
+    return { frames: sse(...parts), text };
+  };
+  const { frames, text } = long();
+
+  it.each([
+    ['one chunk', frames.length],
+    ['1 KiB chunks (frames cut across chunks)', 1024],
+    ['frame-sized odd chunks', 137],
+  ])('%s: the whole answer, the stream rules’ summary, never more than a batch held', (_n, size) => {
+    const fold = new AnswerFold('chat');
+    let most = 0;
+    for (let at = 0; at < frames.length; at += size) {
+      fold.record(frames.subarray(at, Math.min(frames.length, at + size)));
+      most = Math.max(most, fold.retainedBytes);
+    }
+    expect(most).toBeLessThanOrEqual(size >= frames.length ? frames.length : FOLD_BYTES + size);
+    // what a stream's record says of the same bytes (sent-so-far.ts), [DONE] aside
+    const record = new SentRecord();
+    record.record(frames);
+    expect(fold.summary()).toEqual(record.summary());
+    const answer = fold.answer()!;
+    const choice = (answer.choices as Array<Record<string, unknown>>)[0]!;
+    expect(choice.message).toEqual({ role: 'assistant', content: text });
+    expect((choice.logprobs as { content: unknown[] }).content).toHaveLength(TOKENS / 1000);
+    expect(choice.finish_reason).toBe('length');
+    expect(answer.usage).toEqual(USAGE);
+    expect(fold.retainedBytes).toBe(0);
+  });
+
+  it('a migratable non-stream request with streamed legs keeps its answer in a fold, not every frame', () => {
+    const client = {
+      kind: 'chat',
+      stream: false,
+      body: { model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: TOKENS },
+    } as unknown as ClientRequest;
+    const m = new Migration(client, 1, {} as RequestObserver, 'stream');
+    expect(m.assembles).toBe(true);
+    for (let at = 0; at < frames.length; at += 4096) m.sent.record(frames.subarray(at, at + 4096));
+    expect(m.sent.retainedBytes).toBeLessThanOrEqual(FOLD_BYTES + 4096);
+    expect(m.sent.summary().tokens).toBe(TOKENS);
   });
 });

@@ -1,10 +1,16 @@
 import { isPlainObject } from '../../../common/http.js';
-import type { ApiKind } from '../request/client-request.js';
+import {
+  emptySummary,
+  summarizeObject,
+  summarizeTextOnly,
+  type SentLog,
+  type SentSummary,
+} from '../migration/sent-so-far.js';
+import type { ApiKind } from '../../internal-request/client-request.js';
 import { FrameTemplate } from './frame-template.js';
 
-/** One choice as its stream frames add up (a migratable request has one: `n` = 1). */
+/** One choice as its stream frames add up (a migratable request has one: `n` = 1); its text is the summary's. */
 interface ChoiceSoFar {
-  text: string;
   /** The reasoning key the frames used (`reasoning_content` or `reasoning`) and its text. */
   reasoningKey: string | null;
   reasoning: string;
@@ -17,51 +23,122 @@ interface ChoiceSoFar {
 }
 
 /**
+ * Relayed frame bytes an assembled answer holds before folding them into its state (and dropping
+ * them). Above any common answer (16 tokens are ~4 KiB), so those fold once, at `[DONE]`, at the cost
+ * they always had; a 30,000-token answer holds this much plus what its JSON needs, not every frame
+ * (~45× the JSON).
+ */
+export const FOLD_BYTES = 256 * 1024;
+
+/**
  * The non-stream answer an engine would have given, from the stream frames of the same request
  * (`stream: true`, `stream_options.include_usage`) as Motor relayed them (seam-joined across a
- * migration). The shape is vLLM's non-stream one for the keys a stream carries (vLLM main,
- * `ChatCompletionResponse`, vllm/entrypoints/openai/chat_completion/protocol.py; null/empty keys a
- * stream never carries are left out, docs/migration.md):
- * chat `{id, object: "chat.completion", created, model, choices: [{index, message: {role, content},
- * logprobs, finish_reason, stop_reason}], usage}`, completions `{…, object: "text_completion",
- * choices: [{index, text, logprobs, finish_reason, stop_reason}]}`; `token_ids` /
- * `prompt_token_ids` where the frames had them. Read once, when the answer is complete.
- * Null: no frame of an answer (nothing to assemble).
+ * migration), folded batch by batch as they arrive: what the answer's JSON needs (text, reasoning,
+ * logprobs, token ids, the first frame's head, usage) and what a continuation needs (the
+ * `SentSummary`, by the same rules as a stream's: sent-so-far.ts). The shape is vLLM's non-stream one
+ * for the keys a stream carries (vLLM main, `ChatCompletionResponse`,
+ * vllm/entrypoints/openai/chat_completion/protocol.py; null/empty keys a stream never carries are
+ * left out, docs/migration.md): chat `{id, object: "chat.completion", created, model, choices:
+ * [{index, message: {role, content}, logprobs, finish_reason, stop_reason}], usage}`, completions
+ * `{…, object: "text_completion", choices: [{index, text, logprobs, finish_reason, stop_reason}]}`;
+ * `token_ids` / `prompt_token_ids` where the frames had them.
  */
-export function assembleAnswer(kind: ApiKind, frames: Buffer): Record<string, unknown> | null {
-  const a: Assembly = { head: null, usage: null, promptTokenIds: undefined };
-  const c = emptyChoice();
-  forEachFrame(kind, frames, a, c);
-  const head = a.head;
-  if (head === null) return null;
-  const choice: Record<string, unknown> = { index: 0 };
-  if (kind === 'chat') {
-    const message: Record<string, unknown> = { role: 'assistant', content: c.text };
-    if (c.reasoningKey !== null) message[c.reasoningKey] = c.reasoning;
-    choice.message = message;
-    choice.logprobs = c.logprobs === null ? null : { content: c.logprobs.content ?? [] };
-  } else {
-    choice.text = c.text;
-    choice.logprobs = c.logprobs;
+export class AnswerFold implements SentLog {
+  readonly overflow = false;
+  private readonly a: Assembly = { head: null, usage: null, promptTokenIds: undefined };
+  private readonly c = emptyChoice();
+  private readonly s = emptySummary();
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(private readonly kind: ApiKind) {}
+
+  /** Frame bytes held, not yet folded (at most about `FOLD_BYTES` plus one chunk). */
+  get retainedBytes(): number {
+    return this.pendingBytes;
   }
-  choice.finish_reason = c.finish;
-  choice.stop_reason = c.stop;
-  if (c.tokenIds !== null) choice.token_ids = c.tokenIds;
-  if (c.promptTokenIds !== undefined) choice.prompt_token_ids = c.promptTokenIds;
-  const out: Record<string, unknown> = {
-    id: head.id,
-    object: kind === 'chat' ? 'chat.completion' : 'text_completion',
-    created: head.created,
-    model: head.model,
-    choices: [choice],
-    usage: a.usage,
-  };
-  if (a.promptTokenIds !== undefined) out.prompt_token_ids = a.promptTokenIds;
-  return out;
+
+  record(buf: Buffer): void {
+    this.pending.push(buf);
+    this.pendingBytes += buf.length;
+    if (this.pendingBytes >= FOLD_BYTES) this.foldComplete();
+  }
+
+  /** What was sent so far, for a continuation (a copy: later frames fold into this state). */
+  summary(): SentSummary {
+    this.foldComplete();
+    const s = this.s;
+    return { ...s, tokenIds: s.tokenIds === null ? null : [...s.tokenIds] };
+  }
+
+  /** The answer, once every frame is in. Null: no frame of an answer (nothing to assemble). */
+  answer(): Record<string, unknown> | null {
+    this.fold(this.take(this.pendingBytes));
+    const { a, c, kind } = this;
+    const head = a.head;
+    if (head === null) return null;
+    const choice: Record<string, unknown> = { index: 0 };
+    if (kind === 'chat') {
+      const message: Record<string, unknown> = { role: 'assistant', content: this.s.text };
+      if (c.reasoningKey !== null) message[c.reasoningKey] = c.reasoning;
+      choice.message = message;
+      choice.logprobs = c.logprobs === null ? null : { content: c.logprobs.content ?? [] };
+    } else {
+      choice.text = this.s.text;
+      choice.logprobs = c.logprobs;
+    }
+    choice.finish_reason = c.finish;
+    choice.stop_reason = c.stop;
+    if (c.tokenIds !== null) choice.token_ids = c.tokenIds;
+    if (c.promptTokenIds !== undefined) choice.prompt_token_ids = c.promptTokenIds;
+    const out: Record<string, unknown> = {
+      id: head.id,
+      object: kind === 'chat' ? 'chat.completion' : 'text_completion',
+      created: head.created,
+      model: head.model,
+      choices: [choice],
+      usage: a.usage,
+    };
+    if (a.promptTokenIds !== undefined) out.prompt_token_ids = a.promptTokenIds;
+    return out;
+  }
+
+  /** Folds the complete frames held; a frame cut by a chunk boundary waits for its rest. */
+  private foldComplete(): void {
+    if (this.pendingBytes === 0) return;
+    const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
+    const end = all.lastIndexOf(SEP);
+    if (end < 0) {
+      this.pending = [all];
+      return;
+    }
+    // the partial frame is copied out: a view would keep the whole batch alive
+    const rest = end + 2 < all.length ? [Buffer.from(all.subarray(end + 2))] : [];
+    this.pending = rest;
+    this.pendingBytes = rest.length === 0 ? 0 : rest[0]!.length;
+    this.fold(all.subarray(0, end + 2));
+  }
+
+  private take(bytes: number): Buffer {
+    const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, bytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return all;
+  }
+
+  private fold(frames: Buffer): void {
+    forEachFrame(this.kind, frames, this.a, this.c, this.s);
+  }
+}
+
+/** The answer from a whole stream's frames at once (tests, and one-shot callers). */
+export function assembleAnswer(kind: ApiKind, frames: Buffer): Record<string, unknown> | null {
+  const fold = new AnswerFold(kind);
+  fold.record(frames);
+  return fold.answer();
 }
 
 const emptyChoice = (): ChoiceSoFar => ({
-  text: '',
   reasoningKey: null,
   reasoning: '',
   logprobs: null,
@@ -78,8 +155,9 @@ interface Assembly {
   promptTokenIds: unknown;
 }
 
-/** One parsed frame's contribution. */
-function addFrame(a: Assembly, c: ChoiceSoFar, obj: unknown): void {
+/** One parsed frame's contribution (its text and the continuation's share: `summarizeObject`). */
+function addFrame(a: Assembly, c: ChoiceSoFar, s: SentSummary, obj: unknown): void {
+  summarizeObject(obj, s);
   if (!isPlainObject(obj) || !Array.isArray(obj.choices)) return;
   a.head ??= obj;
   if (isPlainObject(obj.usage)) a.usage = obj.usage;
@@ -89,8 +167,6 @@ function addFrame(a: Assembly, c: ChoiceSoFar, obj: unknown): void {
 
 function addChoice(c: ChoiceSoFar, ch: Record<string, unknown>): void {
   const d = isPlainObject(ch.delta) ? ch.delta : null;
-  const text = d !== null ? d.content : ch.text;
-  if (typeof text === 'string') c.text += text;
   if (d !== null) {
     for (const key of ['reasoning_content', 'reasoning']) {
       if (typeof d[key] !== 'string') continue;
@@ -124,7 +200,7 @@ const MAX_TEMPLATES = 4;
  * the same answer as a parse of the whole frame (issue 19: the parse of every frame was 12 % of the
  * coordinator's CPU for a non-stream answer from a streamed leg).
  */
-function forEachFrame(kind: ApiKind, frames: Buffer, a: Assembly, c: ChoiceSoFar): void {
+function forEachFrame(kind: ApiKind, frames: Buffer, a: Assembly, c: ChoiceSoFar, s: SentSummary): void {
   const key = kind === 'chat' ? CONTENT_KEY : TEXT_KEY;
   /** In frame order: a templated frame's text, or the index of a frame in `payloads`. */
   const items: Array<string | number> = [];
@@ -164,8 +240,8 @@ function forEachFrame(kind: ApiKind, frames: Buffer, a: Assembly, c: ChoiceSoFar
   }
   const objs = parseAll(payloads);
   for (const item of items) {
-    if (typeof item === 'string') c.text += item;
-    else addFrame(a, c, objs[item]);
+    if (typeof item === 'string') summarizeTextOnly(item, s);
+    else addFrame(a, c, s, objs[item]);
   }
 }
 
@@ -189,11 +265,18 @@ function onlyText(template: FrameTemplate): boolean {
   }
   const a: Assembly = { head: null, usage: null, promptTokenIds: undefined };
   const c = emptyChoice();
-  addFrame(a, c, probe);
+  const s = emptySummary();
+  addFrame(a, c, s, probe);
+  const textOnly = emptySummary();
+  summarizeTextOnly(FrameTemplate.PROBE, textOnly);
   return (
     a.usage === null &&
     a.promptTokenIds === undefined &&
-    c.text === FrameTemplate.PROBE &&
+    s.text === textOnly.text &&
+    s.tokens === textOnly.tokens &&
+    s.tokenIds === textOnly.tokenIds &&
+    !s.finished &&
+    s.unresumable === null &&
     c.reasoningKey === null &&
     c.logprobs === null &&
     c.finish === null &&

@@ -1,7 +1,6 @@
 import { isPlainObject } from '../../../common/http.js';
 import { MotorError } from '../../../common/motor-error.js';
 import { cachedTokensOf } from '../attempt/prefill-result.js';
-import { assembleAnswer } from './assembled-answer.js';
 import type { Attempt } from '../attempt/attempt.js';
 import type { PrefillOutcome } from './commit-barrier.js';
 import type { Leg, ResponseData } from '../transport/leg.js';
@@ -11,11 +10,13 @@ import { clientFrames, earlyErrorFrame, endOfBody, stopReasonFor } from './strea
 
 /**
  * A non-stream client's answer from a streamed leg (`migration.nonStreamLegs: stream`,
- * docs/migration.md): the frames are kept (by reference, as a stream's client would have received
- * them, seam-joined after a migration) and assembled into one JSON body at `[DONE]`. Nothing reaches
+ * docs/migration.md): the frames, as a stream's client would have received them (seam-joined after a
+ * migration), are folded into the answer as they come (assembled-answer.ts `AnswerFold`: a bounded
+ * batch of frame bytes, then only what the JSON needs) and sent as one JSON body at `[DONE]`. Nothing reaches
  * the client before that, so a leg failing mid-answer is continued by a migration exactly as a
  * stream would be; a failure before the first output is retried as before. Per chunk: one
- * `SseRelay.push` and one array push — the parse happens once, at the end.
+ * `SseRelay.push` and one array push; the parse happens per `FOLD_BYTES` batch (once, at the end, for
+ * any common answer).
  */
 export function relayAssembled(
   attempt: Attempt,
@@ -85,7 +86,7 @@ async function deliver(attempt: Attempt, waitPrefill: PrefillOutcome | null): Pr
   const { ctx } = attempt;
   if (waitPrefill) await waitPrefill;
   if (attempt.failure) return attempt.failure;
-  const answer = assembleAnswer(ctx.client.kind, ctx.migration.sent.bytesSoFar());
+  const answer = ctx.migration.answer!.answer(); // relayAssembled runs only when the request assembles
   if (answer === null) {
     const { instance } = attempt.legs[attempt.legs.length - 1]!;
     return attempt.failBeforeCommit(

@@ -12,6 +12,11 @@ export interface ResponseRewrite {
   cachedTokens: number | null;
   /** Remove `token_ids` / `prompt_token_ids` (the client did not ask for them). */
   stripTokenIds: boolean;
+  /**
+   * P/D: shown the decode's own usage before the prefill's cached tokens replace its count (the
+   * KV-load watch reads it here, where the frame is parsed anyway).
+   */
+  onDecodeUsage?: ((usage: Record<string, unknown>) => void) | null;
 }
 
 /**
@@ -23,6 +28,7 @@ export function rewriteResponseObject(obj: Record<string, unknown>, rw: Response
   let changed = stripClientForbiddenFields(obj, 'coordinator', rw.stripTokenIds);
   if (rw.cachedTokens !== null && isPlainObject(obj.usage)) {
     const usage = obj.usage;
+    rw.onDecodeUsage?.(usage);
     const details = isPlainObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
     usage.prompt_tokens_details = { ...details, cached_tokens: rw.cachedTokens };
     changed = true;

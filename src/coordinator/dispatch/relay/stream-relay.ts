@@ -91,7 +91,7 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
           // Backpressure: the upstream waits for the client, whose stall is its own (attempt.ts).
           body.pause();
           attempt.clientStalled();
-          sink.res.once('drain', () => {
+          sink.onDrain(() => {
             attempt.clientDrained();
             body.resume();
           });

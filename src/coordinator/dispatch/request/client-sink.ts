@@ -1,96 +1,68 @@
 import type { ServerResponse } from 'node:http';
-import { openAiError } from '../../../common/http.js';
 import type { MotorError } from '../../../common/motor-error.js';
-import { SSE_DONE_FRAME, sseErrorFrame } from '../relay/sse-relay.js';
 
 /**
- * What the pipeline writes a client answer through: OpenAI chat/completions SSE frames and JSON. The
- * chat APIs use `ClientSink` as is; another client API (apis/) renders the same calls in its own wire
- * shape, frame by frame.
+ * The client side of one request, as the pipeline writes to it: OpenAI chat / completion SSE frames and
+ * JSON bodies (the engines' own shapes). Knows whether the response is committed (status line sent) and
+ * renders every ending: JSON body, engine 4xx passed through, stream end, or — after commit — an error
+ * ending (never a silently truncated 200). Each client API has one implementation (src/coordinator/apis/
+ * makes it); the client going away is the request's cancellation (request-cancellation.ts).
  */
-export interface ClientSinkLike {
-  readonly res: ServerResponse;
+export interface ClientSink {
+  /** The status line is sent: a failure from now on ends the response instead of replacing it. */
   readonly committed: boolean;
+  /** Sends the status line and headers of a stream answer. */
   commitStream(): void;
-  /** false: the socket is full (backpressure), wait for `res` 'drain'. */
+  /** Writes stream frames; false when the client's socket buffer is full (wait for `onDrain`). */
   write(chunk: Buffer | string): boolean;
+  /** Calls `listener` once when the client has taken what `write` buffered. */
+  onDrain(listener: () => void): void;
+  /** Ends the stream after `tail` (the last frames) in the same write. */
   endStream(tail?: Buffer | null): void;
+  /** After commit: an error frame (unless null: the engine's own frame was already relayed), then the end. */
   streamError(err: MotorError | null): void;
+  /** A stalled client (`client_stalled`): nothing more can reach it, so its socket is closed. */
   cut(): void;
+  /** A complete JSON answer. */
   sendJson(status: number, body: unknown): void;
+  /** A complete body relayed as bytes. */
   sendBytes(status: number, body: Buffer, contentType: string): void;
+  /** Renders a failure: before commit an error answer, after commit the error ending. */
   fail(err: MotorError): void;
 }
 
 /**
- * The client side of one request. Knows whether the response is committed (status line sent) and
- * renders every ending: JSON body, engine 4xx passed through, stream end, or — after commit — one
- * SSE error frame then `data: [DONE]` (never a silently truncated 200). The client going away is
- * the request's cancellation (request-cancellation.ts).
+ * What every sink shares on the HTTP side: the committed flag, backpressure, the cut, and how a failure
+ * ends a response whose status line is already out — a stream with its error ending, a JSON body by
+ * closing it (its length was promised, so the client sees it short rather than a second answer).
+ * Before commit each API renders the refusal in its own shape (`refuse`).
  */
-export class ClientSink implements ClientSinkLike {
+export abstract class HttpClientSink implements ClientSink {
   committed = false;
 
   constructor(
-    readonly res: ServerResponse,
-    private readonly rootRequestId: string,
-    private readonly stream: boolean,
+    protected readonly res: ServerResponse,
+    protected readonly rootRequestId: string,
+    protected readonly stream: boolean,
   ) {}
 
-  commitStream(): void {
-    this.committed = true;
-    this.res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-request-id': this.rootRequestId,
-    });
+  abstract commitStream(): void;
+  abstract write(chunk: Buffer | string): boolean;
+  abstract endStream(tail?: Buffer | null): void;
+  abstract streamError(err: MotorError | null): void;
+  abstract sendJson(status: number, body: unknown): void;
+  abstract sendBytes(status: number, body: Buffer, contentType: string): void;
+  /** The failure as this API's error answer; the response is not committed yet. */
+  protected abstract refuse(err: MotorError): void;
+
+  onDrain(listener: () => void): void {
+    this.res.once('drain', listener);
   }
 
-  write(chunk: Buffer | string): boolean {
-    return this.res.write(chunk);
-  }
-
-  /** Ends the stream with `data: [DONE]`, after `tail` (the last frames) in the same write. */
-  endStream(tail: Buffer | null = null): void {
-    if (this.res.writableEnded) return;
-    this.res.end(tail === null ? SSE_DONE_FRAME : Buffer.concat([tail, Buffer.from(SSE_DONE_FRAME)]));
-  }
-
-  /** After commit: an error frame (unless null: the engine's own frame was already relayed), then [DONE]. */
-  streamError(err: MotorError | null): void {
-    if (this.res.writableEnded) return;
-    if (err) this.res.write(sseErrorFrame(err.message, err.type, err.code));
-    this.res.end(SSE_DONE_FRAME);
-  }
-
-  /** A stalled client (`client_stalled`): nothing more can reach it, so its socket is closed. */
   cut(): void {
     this.res.destroy();
   }
 
-  sendJson(status: number, body: unknown): void {
-    this.committed = true;
-    const payload = JSON.stringify(body);
-    this.res.writeHead(status, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(payload),
-      'x-request-id': this.rootRequestId,
-    });
-    this.res.end(payload);
-  }
-
-  /** A complete body relayed as bytes. */
-  sendBytes(status: number, body: Buffer, contentType: string): void {
-    this.committed = true;
-    this.res.writeHead(status, {
-      'content-type': contentType,
-      'content-length': body.length,
-      'x-request-id': this.rootRequestId,
-    });
-    this.res.end(body);
-  }
-
-  /** Renders a failure: an engine 4xx verbatim, else an OpenAI-style error (or the SSE error ending). */
   fail(err: MotorError): void {
     if (this.res.writableEnded || this.res.destroyed) return;
     if (this.committed) {
@@ -99,21 +71,6 @@ export class ClientSink implements ClientSinkLike {
       return;
     }
     this.committed = true;
-    if (err.reply) {
-      this.res.writeHead(err.reply.status, {
-        'content-type': err.reply.contentType,
-        'content-length': err.reply.body.length,
-        'x-request-id': this.rootRequestId,
-      });
-      this.res.end(err.reply.body);
-      return;
-    }
-    const payload = JSON.stringify(openAiError(err.message, err.type, err.param, err.code));
-    this.res.writeHead(err.status, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(payload),
-      'x-request-id': this.rootRequestId,
-    });
-    this.res.end(payload);
+    this.refuse(err);
   }
 }

@@ -1,7 +1,7 @@
 import type { RequestObserver } from '../../../observability/dispatch-observer.js';
 import type { SchedulingRequest } from '../../../scheduling/index.js';
-import type { ClientRequest } from './client-request.js';
-import type { ClientSinkLike } from './client-sink.js';
+import type { ClientRequest } from '../../internal-request/client-request.js';
+import type { ClientSink } from './client-sink.js';
 import type { Migration } from '../migration/migration.js';
 import type { RequestCancellation } from './request-cancellation.js';
 import type { ResponseRewrite } from '../relay/sse-relay.js';
@@ -10,9 +10,9 @@ import type { ResponseRewrite } from '../relay/sse-relay.js';
 export interface RequestContext {
   readonly rootRequestId: string;
   readonly client: ClientRequest;
-  /** API path, e.g. `/v1/chat/completions` (every leg posts to the same path). */
+  /** The engine route every leg posts to (`ENGINE_PATHS` of the request's kind). */
   readonly path: string;
-  readonly sink: ClientSinkLike;
+  readonly sink: ClientSink;
   readonly cancellation: RequestCancellation;
   readonly obs: RequestObserver;
   /** Built once per client request (rendered prompt). */

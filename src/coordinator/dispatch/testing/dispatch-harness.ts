@@ -15,12 +15,13 @@ import { createLogger } from '../../../common/logger.js';
 import { validateCoordinatorConfig } from '../../../config/coordinator-config.js';
 import type { MetaserverKvFields } from '../../../engine-adapters/index.js';
 import type { DispatchObserver, RequestObserver } from '../../../observability/dispatch-observer.js';
-import type { ClientRequest } from '../request/client-request.js';
+import type { ClientRequest } from '../../internal-request/client-request.js';
 import { StaticInstanceSource, type Instance } from '../../fleet/instance-source.js';
 import { SchedulingAdapter } from '../../scheduling-bridge/scheduling-adapter.js';
 import type { UpstreamRequest, Upstreams } from '../../fleet/upstream.js';
 import { Dispatcher } from '../attempt/dispatcher.js';
 import { RequestCancellation } from '../request/request-cancellation.js';
+import { OpenAiPassThroughSink } from '../request/openai-pass-through-sink.js';
 import { TakeOnceStore } from '../../../common/take-once-store.js';
 import { triggerKey, type PendingTrigger } from '../flows/pending-trigger.js';
 
@@ -236,8 +237,9 @@ export class DispatchHarness {
           wantsTokenIds: body.return_token_ids === true,
         };
         const cancellation = new RequestCancellation(res);
+        const sink = new OpenAiPassThroughSink(res, 'req-t', client.stream);
         void this.dispatcher
-          .serve(client, 'req-t', '/v1/chat/completions', res, {}, cancellation)
+          .serve(client, 'req-t', '/v1/chat/completions', res, sink, {}, cancellation)
           .finally(served);
       });
     });

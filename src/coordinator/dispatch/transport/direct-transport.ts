@@ -102,4 +102,9 @@ export class DirectTransport implements LegTransport {
   triggerMetaserverUrl(token: string): string {
     return `${this.deps.publicUrl()}/v1/metaserver/${token}`;
   }
+
+  /** The engine's own key is added by the upstream pool (instance `apiKey`), as for every leg. */
+  passThroughHeaders(): Readonly<Record<string, string>> {
+    return {};
+  }
 }

@@ -40,6 +40,11 @@ export interface LegTransport {
    * call brings the decode's KV fields.
    */
   triggerMetaserverUrl(token: string): string | null;
+  /**
+   * Headers of a request forwarded unchanged to the instance's engine (a route with no P/D split):
+   * an engine proxy passes unknown routes through behind its peer secret; a stock engine needs none.
+   */
+  passThroughHeaders(): Readonly<Record<string, string>>;
 }
 
 export interface TransportDeps {

@@ -79,4 +79,8 @@ export class ProxyTransport implements LegTransport {
   triggerMetaserverUrl(): null {
     return null; // the decode's engine proxy calls the prefill's engine proxy
   }
+
+  passThroughHeaders(): Readonly<Record<string, string>> {
+    return this.deps.peerSecrets?.header ?? {};
+  }
 }

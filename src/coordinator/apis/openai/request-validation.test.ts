@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MotorError } from '../../common/motor-error.js';
+import { MotorError } from '../../../common/motor-error.js';
 import { validateClientRequest, type ApiKind } from './request-validation.js';
 
 const msgs = [{ role: 'user', content: 'hi' }];
@@ -37,6 +37,23 @@ describe('validateClientRequest', () => {
     ],
     ['completion', { model: 'm', prompt: 'x', bootstrap_room: 1 }, "'bootstrap_room' is an internal field"],
     ['completion', { model: 'm', prompt: 'x', bootstrap_host: 'h' }, "'bootstrap_host' is an internal field"],
+    // vLLM's extra_args start from vllm_xargs: a KV or Motor key inside it steers like one at the top
+    [
+      'chat',
+      { model: 'm', messages: msgs, vllm_xargs: { kv_transfer_params: { do_remote_prefill: true } } },
+      "'vllm_xargs.kv_transfer_params' is an internal field",
+    ],
+    [
+      'completion',
+      { model: 'm', prompt: 'x', vllm_xargs: { _motor_dispatch: {} } },
+      "'vllm_xargs._motor_dispatch' is an internal field",
+    ],
+    [
+      'completion',
+      { model: 'm', prompt: 'x', vllm_xargs: { bootstrap_room: 1 } },
+      "'vllm_xargs.bootstrap_room' is an internal field",
+    ],
+    ['chat', { model: 'm', messages: msgs, vllm_xargs: { my_plugin_arg: 1 } }, null],
   ])('%s %j → %s', (kind, body, error) => {
     let message: string | null = null;
     try {

@@ -1,7 +1,7 @@
-import { isPlainObject } from '../../common/http.js';
-import { isClientForbiddenKey } from '../../protocol/index.js';
-import type { ApiKind, ClientRequest } from '../dispatch/pipeline.js';
-import { MotorError } from '../../common/motor-error.js';
+import { isPlainObject } from '../../../common/http.js';
+import { isClientForbiddenKey, VLLM_XARGS_KEY } from '../../../protocol/index.js';
+import type { ApiKind, ClientRequest } from '../../internal-request/client-request.js';
+import { MotorError } from '../../../common/motor-error.js';
 
 export type { ApiKind, ClientRequest };
 
@@ -48,6 +48,16 @@ export function validateClientRequest(kind: ApiKind, value: unknown): ClientRequ
   for (const key of Object.keys(value)) {
     if (isClientForbiddenKey(key))
       throw invalid(`'${key}' is an internal field and may not be sent by clients`, key);
+  }
+  const xargs = value[VLLM_XARGS_KEY];
+  if (isPlainObject(xargs)) {
+    for (const key of Object.keys(xargs)) {
+      if (isClientForbiddenKey(key))
+        throw invalid(
+          `'${VLLM_XARGS_KEY}.${key}' is an internal field and may not be sent by clients`,
+          VLLM_XARGS_KEY,
+        );
+    }
   }
   if (typeof value.model !== 'string' || value.model.length === 0) {
     throw invalid("'model' is required and must be a non-empty string", 'model');
