@@ -26,7 +26,7 @@ export interface Translated {
 
 /**
  * One client API's front-end. The gateway builds its route table from the adapters (api-adapters.ts)
- * and runs, for each: loop guard → `apiKey` → `headerError` → admission → body → `toInternal` → the
+ * and runs, for each: `apiKey` → loop guard → `headerError` → admission → body → `toInternal` → the
  * dispatcher with the translated request's sink. Nothing in the dispatch flows knows which API a
  * request came from.
  *

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { declaredBodyBytes, type BodyReader } from '../../common/body-reader.js';
-import { RequestCancellation } from '../dispatch/pipeline.js';
+import type { BodyReader } from '../../common/body-reader.js';
 import { MotorError } from '../../common/motor-error.js';
-import { HOP_HEADER, hopRefusal } from '../fleet/hop-header.js';
-import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
+import { admitRequest } from './admission-front.js';
+import type { ApiKeys } from './api-keys.js';
 import type { GatewayDeps } from './gateway.js';
-import { bodyRefusal, readJsonBody } from './json-body.js';
+import { readJsonBody } from './json-body.js';
 import { applyCacheSalt, type TenantSalter } from './tenant-salt.js';
 import type { ClientIdentity } from './client-identity.js';
 import { renderError } from '../../common/http-error.js';
@@ -47,49 +46,16 @@ export function apiRoute(
   bodies: BodyReader,
   adapter: ApiAdapter,
 ) {
+  const front = { deps, apiKeys, client, bodies };
   const { path } = adapter;
   const deny = refuser(deps, adapter.renderError);
   const isolation = deps.config.server.tenantIsolation;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // the token is also the rate limiter's key (anonymous callers share the key '')
     const apiKey = adapter.apiKey(req);
-    if (!apiKeys.allows(apiKey)) return deny(res, path, unauthorizedError(), BEARER_CHALLENGE);
-    // A leg of this coordinator came back: 508 at once. After the key: the answer tells a caller
-    // this coordinator's place in a loop, which is no one's business without a key.
-    const loop = hopRefusal(req.headers[HOP_HEADER]);
-    if (loop) return deny(res, path, loop);
-    const early = adapter.headerError?.(req);
-    if (early) return deny(res, path, early);
-    // Admission before the body is read: a bounded part of a declared length is counted against the
-    // body budget, the rest as it arrives, within the client's share. 429 (rate limit, share) / 503
-    // (full) with Retry-After. The request's one cancellation covers the wait in the queue too (a
-    // signal is made only if it queues).
-    const oversize = bodies.declaredTooLarge(req);
-    if (oversize !== null) {
-      const { error, headers } = bodyRefusal(oversize);
-      return deny(res, path, error, headers);
-    }
-    const cancellation = new RequestCancellation(res);
-    const admitted = deps.scheduling.admission.tryAcquire({
-      apiKey,
-      signal: () => cancellation.signal(),
-      bodyBytes: declaredBodyBytes(req) ?? 0,
-      client: client(req, apiKey),
-    });
-    const ticket = admitted instanceof Promise ? await admitted : admitted;
-    if (!ticket.admitted) {
-      if (ticket.reason === 'aborted') {
-        deps.observer?.rejected?.(path, 499, 'client_disconnect');
-        return void res.destroy();
-      }
-      // the body is left unread: the connection cannot be reused
-      return deny(
-        res,
-        path,
-        new MotorError(ticket.status === 429 ? 'rate_limited' : 'overloaded', ticket.message),
-        { 'retry-after': String(ticket.retryAfterSeconds), connection: 'close' },
-      );
-    }
+    const admitted = await admitRequest(front, req, res, path, apiKey, deny, adapter.headerError);
+    if (admitted === null) return;
+    const { ticket, cancellation } = admitted;
     try {
       const body = await readJsonBody(bodies, req, ticket);
       if ('error' in body) return deny(res, path, body.error, body.headers);

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { declaredBodyBytes, type BodyReader } from '../../common/body-reader.js';
+import type { BodyReader } from '../../common/body-reader.js';
 import { bearerToken, isPlainObject } from '../../common/http.js';
 import { MotorError } from '../../common/motor-error.js';
 import { isClientForbiddenKey } from '../../protocol/index.js';
-import { RequestCancellation } from '../dispatch/pipeline.js';
-import { HOP_HEADER, hopRefusal, nextHops } from '../fleet/hop-header.js';
+import { HOP_HEADER, nextHops } from '../fleet/hop-header.js';
 import type { InstanceSource } from '../fleet/instance-source.js';
 import { servedModels } from '../scheduling-bridge/route.js';
-import { BEARER_CHALLENGE, unauthorizedError, type ApiKeys } from './api-keys.js';
+import { admitRequest } from './admission-front.js';
+import type { ApiKeys } from './api-keys.js';
 import type { ClientIdentity } from './client-identity.js';
 import type { Refuse } from './api-route.js';
 import type { GatewayDeps } from './gateway.js';
-import { bodyRefusal, readJsonBytes } from './json-body.js';
+import { readJsonBytes } from './json-body.js';
 import { OneInstanceForwarder } from '../dispatch/one-instance/one-instance-forward.js';
 
 const invalid = (message: string, param: string | null = null): MotorError =>
@@ -35,8 +35,8 @@ export function routedModel(body: Record<string, unknown>, source: Pick<Instance
 }
 
 /**
- * `POST` of a one-instance route (one-instance-paths.ts): the same front as chat — loop guard, API
- * key, admission before the body (a slot and the body's bytes), the body bounded in bytes and keys
+ * `POST` of a one-instance route (one-instance-paths.ts): the same front as chat — API key, loop
+ * guard, admission before the body (a slot and the body's bytes), the body bounded in bytes and keys
  * and parsed once for its `model` and internal keys — then {@link OneInstanceForwarder} with the
  * client's bytes unchanged.
  */
@@ -46,37 +46,13 @@ export function oneInstanceRoute(
   bodies: BodyReader,
   refuse: Refuse,
 ) {
+  const front = { deps, apiKeys, client, bodies };
   let forwarder: OneInstanceForwarder | undefined;
   return async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
-    const loop = hopRefusal(req.headers[HOP_HEADER]);
-    if (loop) return refuse(res, path, loop);
     const apiKey = bearerToken(req);
-    if (!apiKeys.allows(apiKey)) return refuse(res, path, unauthorizedError(), BEARER_CHALLENGE);
-    const oversize = bodies.declaredTooLarge(req);
-    if (oversize !== null) {
-      const { error, headers } = bodyRefusal(oversize);
-      return refuse(res, path, error, headers);
-    }
-    const cancellation = new RequestCancellation(res);
-    const admitted = deps.scheduling.admission.tryAcquire({
-      apiKey,
-      signal: () => cancellation.signal(),
-      bodyBytes: declaredBodyBytes(req) ?? 0,
-      client: client(req, apiKey),
-    });
-    const ticket = admitted instanceof Promise ? await admitted : admitted;
-    if (!ticket.admitted) {
-      if (ticket.reason === 'aborted') {
-        deps.observer?.rejected?.(path, 499, 'client_disconnect');
-        return void res.destroy();
-      }
-      return refuse(
-        res,
-        path,
-        new MotorError(ticket.status === 429 ? 'rate_limited' : 'overloaded', ticket.message),
-        { 'retry-after': String(ticket.retryAfterSeconds), connection: 'close' },
-      );
-    }
+    const admitted = await admitRequest(front, req, res, path, apiKey, refuse);
+    if (admitted === null) return;
+    const { ticket, cancellation } = admitted;
     try {
       const body = await readJsonBytes(bodies, req, ticket);
       if ('error' in body) return refuse(res, path, body.error, body.headers);
