@@ -223,19 +223,9 @@ export class SchedulingAdapter {
     request: SchedulingRequest,
     exclude: ReadonlySet<string>,
   ): Selection {
-    const serving: InstanceView[] = [];
-    for (const instance of instances)
-      if (servesModel(instance, request.model)) serving.push(this.view(instance));
-    if (serving.length === 0) throw this.nothingServes(request.model);
-    let decision =
-      exclude.size > 0
-        ? this.scheduler.selectPair(
-            request,
-            serving.filter((v) => !exclude.has(v.id)),
-          )
-        : undefined;
-    // Only the failed instances can serve: try them again rather than failing the request.
-    if (!decision || decision.kind === 'failure') decision = this.scheduler.selectPair(request, serving);
+    const decision = this.decide(instances, request, exclude, (views) =>
+      this.scheduler.selectPair(request, views),
+    );
     if (decision.kind === 'failure') {
       const prefix = `no route for model '${request.model}'`;
       if (decision.code === 'no_compatible_pair')
@@ -265,6 +255,25 @@ export class SchedulingAdapter {
   }
 
   /**
+   * `pick`'s decision among the instances serving the model, avoiding `exclude` when another can
+   * serve; a 404 for a model no registered instance serves.
+   */
+  private decide<D extends { kind: string }>(
+    instances: readonly Instance[],
+    request: SchedulingRequest,
+    exclude: ReadonlySet<string>,
+    pick: (serving: InstanceView[]) => D,
+  ): D {
+    const serving: InstanceView[] = [];
+    for (const instance of instances)
+      if (servesModel(instance, request.model)) serving.push(this.view(instance));
+    if (serving.length === 0) throw this.nothingServes(request.model);
+    const avoiding = exclude.size > 0 ? pick(serving.filter((v) => !exclude.has(v.id))) : undefined;
+    // Only the failed instances can serve: try them again rather than failing the request.
+    return avoiding !== undefined && avoiding.kind !== 'failure' ? avoiding : pick(serving);
+  }
+
+  /**
    * The one instance a request without generation runs on (embeddings, tokenize, score: no P/D
    * split), from the first of `roles` with an available instance serving the model, avoiding
    * `exclude` when another instance can serve. Throws as {@link select} does.
@@ -275,20 +284,9 @@ export class SchedulingAdapter {
     exclude: ReadonlySet<string>,
     roles: readonly InstanceRole[],
   ): Selection {
-    const serving: InstanceView[] = [];
-    for (const instance of instances)
-      if (servesModel(instance, request.model)) serving.push(this.view(instance));
-    if (serving.length === 0) throw this.nothingServes(request.model);
-    let decision =
-      exclude.size > 0
-        ? this.scheduler.selectOne(
-            request,
-            serving.filter((v) => !exclude.has(v.id)),
-            roles,
-          )
-        : undefined;
-    if (!decision || decision.kind === 'failure')
-      decision = this.scheduler.selectOne(request, serving, roles);
+    const decision = this.decide(instances, request, exclude, (views) =>
+      this.scheduler.selectOne(request, views, roles),
+    );
     if (decision.kind === 'failure')
       throw new MotorError('no_route', `no route for model '${request.model}': ${decision.message}`);
     const instance = (decision.instance as InstanceView).instance;
