@@ -34,7 +34,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { spawnMotor, type MotorChild } from '../../src/cluster/motor-child.js';
 import { mergeDeep } from '../../src/config/merge-deep.js';
-import { benchSimArgs } from './overhead-servers.js';
+import { benchInstances, benchSimArgs } from './overhead-servers.js';
 
 const { values } = parseArgs({
   options: {
@@ -142,30 +142,8 @@ function wrk(url: string, s: number): { requests: number; rps: number } {
 try {
   const sim = (role: string): Promise<MotorChild> =>
     motor(benchSimArgs(role, ['--max-num-seqs', '20000']), binOf(values.sims));
-  const NIXL = { kv_connector: 'NixlConnector' };
   const sims = await Promise.all(mode === 'single' ? [sim('union')] : [sim('prefill'), sim('decode')]);
-  // bench:overhead's single and P/D targets
-  const instances =
-    mode === 'single'
-      ? [{ url: sims[0]!.url, role: 'union', mode: 'direct', models: [MODEL] }]
-      : [
-          {
-            id: 'P',
-            url: sims[0]!.url,
-            role: 'prefill',
-            mode: 'direct',
-            models: [MODEL],
-            kvTransferConfig: NIXL,
-          },
-          {
-            id: 'D',
-            url: sims[1]!.url,
-            role: 'decode',
-            mode: 'direct',
-            models: [MODEL],
-            kvTransferConfig: NIXL,
-          },
-        ];
+  const instances = benchInstances(mode, sims, MODEL);
   const base = {
     server: { port: 0 },
     instances,

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { spawnMotor } from '../../src/cluster/motor-child.js';
 import { mergeDeep } from '../../src/config/merge-deep.js';
-import { benchSimArgs, pin, profiledCoordinator, type Cleanups } from './overhead-servers.js';
+import { benchInstances, benchSimArgs, pin, profiledCoordinator, type Cleanups } from './overhead-servers.js';
 
 const { values } = parseArgs({
   options: {
@@ -57,29 +57,8 @@ try {
     cleanups.push(() => c.stop());
     return c;
   };
-  const NIXL = { kv_connector: 'NixlConnector' };
   const sims = await Promise.all(mode === 'single' ? [sim('union')] : [sim('prefill'), sim('decode')]);
-  const instances =
-    mode === 'single'
-      ? [{ url: sims[0]!.url, role: 'union', mode: 'direct', models: [MODEL] }]
-      : [
-          {
-            id: 'P',
-            url: sims[0]!.url,
-            role: 'prefill',
-            mode: 'direct',
-            models: [MODEL],
-            kvTransferConfig: NIXL,
-          },
-          {
-            id: 'D',
-            url: sims[1]!.url,
-            role: 'decode',
-            mode: 'direct',
-            models: [MODEL],
-            kvTransferConfig: NIXL,
-          },
-        ];
+  const instances = benchInstances(mode, sims, MODEL);
   const config = mergeDeep(
     {
       server: { port: 0 },

@@ -25,6 +25,19 @@ export function which(bin: string): string | null {
 }
 export const TASKSET = which('taskset');
 
+/**
+ * The direct-mode instances of bench:overhead's single and P/D targets: one union sim, or a NIXL
+ * prefill and decode (`sims` in that order).
+ */
+export function benchInstances(mode: 'single' | 'pd', sims: readonly { url: string }[], model: string) {
+  if (mode === 'single') return [{ url: sims[0]!.url, role: 'union', mode: 'direct', models: [model] }];
+  const nixl = { kv_connector: 'NixlConnector' };
+  return [
+    { id: 'P', url: sims[0]!.url, role: 'prefill', mode: 'direct', models: [model], kvTransferConfig: nixl },
+    { id: 'D', url: sims[1]!.url, role: 'decode', mode: 'direct', models: [model], kvTransferConfig: nixl },
+  ];
+}
+
 /** `motor sim` arguments of every benchmark sim: no model time, no request records or ledger kept. */
 export const benchSimArgs = (role: string, extra: readonly string[] = []): string[] => [
   'sim',
