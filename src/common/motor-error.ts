@@ -1,7 +1,9 @@
 /**
  * The coordinator's one error type. Every failure carries a stable `code`; the table maps it to the
  * HTTP status, the OpenAI error `type` and whether a new attempt may help. Only the gateway renders
- * errors (as `{"error":{"message","type","param","code"}}`). It lives in common/ so that
+ * errors (as `{"error":{"message","type","param","code"}}`). `clientMessage`: what a client is told
+ * instead of the message of an error an instance caused, whose text names the instance, its URL or
+ * the engine's own 5xx words (coordinator/client-errors.ts; the log and metrics keep the full one). It lives in common/ so that
  * observability labels its metrics with the same codes without importing coordinator code.
  */
 export const ERROR_CODES = {
@@ -20,7 +22,15 @@ export const ERROR_CODES = {
    * large leg body was being sent (its body limit, most likely; common/upload-refusal.ts). The
    * request's, charged to no instance; the message names the engine's limit and Motor's.
    */
-  upload_refused: { status: 413, type: 'invalid_request_error', retryable: false },
+  upload_refused: {
+    status: 413,
+    type: 'invalid_request_error',
+    retryable: false,
+    clientMessage:
+      "an engine refused the leg body as too large: the request fit Motor's own limit " +
+      "(server.maxBodyBytes) but the leg adds fields, so the engine's limit is the lower one; send a " +
+      "smaller request or raise the engine's body limit",
+  },
   /** No instance pair can serve the request (topology, missing capability). */
   no_route: { status: 503, type: 'server_error', retryable: false },
   /** Admission: the caller's API key exceeded its rate limit (with `Retry-After`). */
@@ -28,19 +38,49 @@ export const ERROR_CODES = {
   /** Admission: the coordinator's concurrency limit and queue are full, or the queue wait timed out (with `Retry-After`). */
   overloaded: { status: 503, type: 'server_error', retryable: false },
   /** An engine answered 408/429/5xx. */
-  engine_unavailable: { status: 503, type: 'server_error', retryable: true },
+  engine_unavailable: {
+    status: 503,
+    type: 'server_error',
+    retryable: true,
+    clientMessage: 'no engine could take the request now (busy or unavailable); retry later',
+  },
   /** The picked instance was drained or paused before its leg was sent: not the instance's fault. */
-  instance_withdrawn: { status: 503, type: 'server_error', retryable: true },
-  engine_error: { status: 502, type: 'server_error', retryable: true },
+  instance_withdrawn: {
+    status: 503,
+    type: 'server_error',
+    retryable: true,
+    clientMessage: 'the engine picked for the request stopped taking new work; retry',
+  },
+  engine_error: {
+    status: 502,
+    type: 'server_error',
+    retryable: true,
+    clientMessage: 'an engine failed while serving the request',
+  },
   /** Connection refused/reset, socket closed mid-response, truncated stream. */
-  connection_error: { status: 502, type: 'server_error', retryable: true },
+  connection_error: {
+    status: 502,
+    type: 'server_error',
+    retryable: true,
+    clientMessage: 'the connection to an engine failed',
+  },
   /** An engine answered something that breaks the protocol (bad PrefillResult, not JSON). */
-  protocol_error: { status: 502, type: 'server_error', retryable: true },
+  protocol_error: {
+    status: 502,
+    type: 'server_error',
+    retryable: true,
+    clientMessage: 'an engine answered something the coordinator could not read',
+  },
   /**
    * The decode engine preempted the request (vllm-ascend recompute scheduler, `stop_reason:
    * "recomputed"`): retried before commit, an error frame after; not an engine fault.
    */
-  decode_recomputed: { status: 503, type: 'server_error', retryable: true },
+  decode_recomputed: {
+    status: 503,
+    type: 'server_error',
+    retryable: true,
+    clientMessage: 'the decode engine preempted the request; retry',
+  },
   first_token_timeout: { status: 504, type: 'server_error', retryable: true },
   idle_timeout: { status: 504, type: 'server_error', retryable: false },
   deadline_exceeded: { status: 504, type: 'server_error', retryable: false },
@@ -51,11 +91,19 @@ export const ERROR_CODES = {
    * A request came back to a coordinator it already went through (coordinator/hop-header.ts), or an
    * instance answered that 508 to a leg: an instance URL points at a coordinator.
    */
-  loop_detected: { status: 508, type: 'invalid_request_error', retryable: false },
+  loop_detected: {
+    status: 508,
+    type: 'invalid_request_error',
+    retryable: false,
+    clientMessage: 'an instance sent the request back to a Motor coordinator it came through',
+  },
   /** The response store (Redis) cannot be reached: `store: true` Responses requests are refused. */
   store_unavailable: { status: 503, type: 'server_error', retryable: false },
   internal: { status: 500, type: 'server_error', retryable: false },
-} as const satisfies Record<string, { status: number; type: string; retryable: boolean }>;
+} as const satisfies Record<
+  string,
+  { status: number; type: string; retryable: boolean; clientMessage?: string }
+>;
 
 export type MotorErrorCode = keyof typeof ERROR_CODES;
 
@@ -81,6 +129,7 @@ export class MotorError extends Error {
       reply?: EngineReply;
       instanceId?: string;
       stoppedByPeer?: boolean;
+      clientNote?: string;
     } = {},
   ) {
     super(message);
@@ -93,7 +142,11 @@ export class MotorError extends Error {
     this.reply = opts.reply;
     this.instanceId = opts.instanceId;
     this.stoppedByPeer = opts.stoppedByPeer ?? false;
+    this.clientNote = opts.clientNote;
   }
+
+  /** Motor's own words about the failure (why it was not migrated), kept after a generic `clientMessage`. */
+  readonly clientNote: string | undefined;
 
   /**
    * The engine proxy refused or ended the leg because its peer leg failed first (409

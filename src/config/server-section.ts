@@ -157,6 +157,14 @@ export const serverSectionSchema = z
         'open connections one remote address may hold (0 = no limit); more → raw 503, counted. Behind a ' +
           'load balancer every client shares its address: raise it or set 0',
       ),
+    instanceErrorsToClients: z
+      .boolean()
+      .default(false)
+      .describe(
+        "client error messages name the failing instance and carry its engine's 5xx text (false: a " +
+          'generic message per error code; the log and the management API keep the full one). For a ' +
+          'private deployment debugging its fleet',
+      ),
     cors: corsSectionSchema,
   })
   .superRefine((server, ctx) => {

@@ -86,9 +86,10 @@ async function coordinator(
   url: string,
   maxBodyBytes = 4 * 1024 * 1024,
   mode: 'direct' | 'proxy' = 'direct',
+  instanceErrorsToClients = true,
 ): Promise<RunningCoordinator> {
   const config = validateCoordinatorConfig({
-    server: { port: 0, maxBodyBytes },
+    server: { port: 0, maxBodyBytes, instanceErrorsToClients },
     instances: [{ id: 'e0', url, role: 'union', mode }],
     health: { intervalMs: 0, unhealthyAfter: 2 },
     retry: { maxAttempts: 1 },
@@ -177,5 +178,34 @@ describe('client-side engine errors are not charged to the instance', () => {
     expect(r.message).toBe(
       "request body exceeds 100000 bytes (the coordinator's limit, server.maxBodyBytes)",
     );
+  });
+});
+
+describe('client errors carry no instance text by default', () => {
+  const GENERIC: Record<string, RegExp> = {
+    engine_error: /^an engine failed while serving the request$/,
+    upload_refused: /^an engine refused the leg body as too large.*server\.maxBodyBytes/,
+  };
+  it.each([
+    ['an engine 500', '500', 100, 502, 'engine_error'],
+    ['an engine 413 on a large upload', '413-close', LARGE, 413, 'upload_refused'],
+  ] as const)(
+    '%s: the code stays, the message names no instance, URL or engine text',
+    async (_n, answer, chars, status, code) => {
+      const engineUrl = await engine(answer);
+      const c = await coordinator(engineUrl, undefined, 'direct', false);
+      const r = await chat(c.url, chars);
+      expect(r.status).toBe(status);
+      expect(r.code).toBe(code);
+      expect(r.message).toMatch(GENERIC[code]!);
+      const { host, port } = new URL(engineUrl);
+      for (const leak of ['e0', host, port, 'engine crashed', '4194304'])
+        expect(r.message).not.toContain(leak);
+    },
+  );
+
+  it('server.instanceErrorsToClients passes the full message through', async () => {
+    const c = await coordinator(await engine('500'), undefined, 'direct', true);
+    expect((await chat(c.url, 100)).message).toMatch(/single engine e0 answered 500: engine crashed/);
   });
 });

@@ -184,7 +184,7 @@ describe('coordinator direct mode against an engine with --api-key', () => {
     await coordinator?.close();
     const config = validateCoordinatorConfig(
       {
-        server: { port: 0 },
+        server: { port: 0, instanceErrorsToClients: true }, // the hint is what this test reads
         health: { intervalMs: 0 },
         instances: [{ id: 'v0', url: good.url, role: 'union', mode: 'direct', apiKeyEnv: 'V0_KEY' }],
       },

@@ -20,7 +20,7 @@ async function coordinator(
   apiKeys: string[] = [],
 ): Promise<RunningCoordinator> {
   const config = validateCoordinatorConfig({
-    server: { port: 0, apiKeys },
+    server: { port: 0, apiKeys, instanceErrorsToClients: true }, // the tests read the loop's own words
     instances: [],
     health: { intervalMs: 0 },
     observability: { accessLog: false, metrics: false, dashboard: false },

@@ -1,3 +1,4 @@
+import { clientErrorFilter, type ClientErrorFilter } from '../../client-errors.js';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../../common/logger.js';
 import type { CoordinatorConfig } from '../../../config/coordinator-config.js';
@@ -74,6 +75,7 @@ export class Dispatcher {
   private readonly services: AttemptServices;
   private readonly flowDeps: ConcurrentFlowDeps;
   private readonly decodeFirst: DecodeFirst | null;
+  private readonly clientError: ClientErrorFilter;
 
   constructor(readonly deps: DispatcherDeps) {
     const { config, source, scheduling, upstreams, log, publicUrl, peerSecrets } = deps;
@@ -89,6 +91,7 @@ export class Dispatcher {
       cachedTokensReported: deps.cachedTokensReported,
     };
     this.flowDeps = { triggers: deps.triggers, log };
+    this.clientError = clientErrorFilter(config.server.instanceErrorsToClients, log);
     this.decodeFirst = config.decodeFirst?.enabled
       ? new DecodeFirst(
           config.decodeFirst,
@@ -137,6 +140,7 @@ export class Dispatcher {
       rewrite: { cachedTokens: null, stripTokenIds: !client.wantsTokenIds },
       hops: nextHops(res.req.headers[HOP_HEADER]),
       migration: new Migration(client, config.migration.maxPerRequest, obs, config.migration.nonStreamLegs),
+      clientError: this.clientError,
     };
     cancellation.startDeadline(config.timeouts.totalMs);
     const plan: RetryPlan = { exclude: new Set(), forced: null, lastError: null, handoff: null };
@@ -258,7 +262,12 @@ export class Dispatcher {
       plan.lastError = cancellation.reason;
     plan.lastError ??= cancellation.reason;
     if (!cancellation.clientGone)
-      ctx.sink.fail(plan.lastError ?? new MotorError('internal', 'no attempt was made'));
+      ctx.sink.fail(
+        ctx.clientError(
+          plan.lastError ?? new MotorError('internal', 'no attempt was made'),
+          ctx.rootRequestId,
+        ),
+      );
   }
 }
 

@@ -81,8 +81,11 @@ export class Migration {
     const refuse = (why: string, outcome: string): MotorError => {
       this.obs.migration?.(reason, outcome);
       if (why === 'off') return failure;
-      return new MotorError(failure.code, `${failure.message}; not migrated: ${why}`, {
+      const note = `not migrated: ${why}`;
+      return new MotorError(failure.code, `${failure.message}; ${note}`, {
         retryable: false,
+        instanceId: failure.instanceId,
+        clientNote: note,
       });
     };
     if (!this.wants(failure) || this.refusal === 'off') return failure;

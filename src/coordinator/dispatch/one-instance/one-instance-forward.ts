@@ -1,3 +1,4 @@
+import { clientErrorFilter, type ClientErrorFilter } from '../../client-errors.js';
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { MotorError } from '../../../common/motor-error.js';
@@ -47,6 +48,7 @@ const BYTES_PER_TOKEN = 4;
  */
 export class OneInstanceForwarder {
   private readonly transports: LegTransports;
+  private readonly clientError: ClientErrorFilter;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { upstreams, log, publicUrl, peerSecrets, config } = deps;
@@ -57,6 +59,7 @@ export class OneInstanceForwarder {
       publicUrl,
       peerSecrets,
     });
+    this.clientError = clientErrorFilter(config.server.instanceErrorsToClients, log);
   }
 
   async forward(res: ServerResponse, r: OneInstanceRequest): Promise<void> {
@@ -105,7 +108,7 @@ export class OneInstanceForwarder {
       if (cancellation.deadlineHit || failure === null) failure = cancellation.reason ?? failure;
       if (!cancellation.clientGone)
         new OpenAiPassThroughSink(res, r.rootRequestId, false).fail(
-          failure ?? new MotorError('internal', 'no attempt was made'),
+          this.clientError(failure ?? new MotorError('internal', 'no attempt was made'), r.rootRequestId),
         );
     } finally {
       cancellation.close();

@@ -124,7 +124,7 @@ describe('JSON relay', () => {
       '{"_motor_x": nope',
       'application/json',
       502,
-      'answered invalid JSON',
+      'an engine answered something the coordinator could not read',
     ],
   ])('%s', async (_name, engineBody, contentType, status, text) => {
     const h = harness({ kind: 'json', body: engineBody, contentType });

@@ -44,7 +44,8 @@ export function relayStream(attempt: Attempt, leg: Leg, res: ResponseData): Prom
       // After commit: stop both legs, one error frame (unless the engine sent its own), [DONE].
       attempt.fail(err, stopReasonFor(err));
       const final = attempt.failure ?? err;
-      if (!ctx.cancellation.clientGone) sink.streamError(relay.upstreamError !== null ? null : final);
+      if (!ctx.cancellation.clientGone)
+        sink.streamError(relay.upstreamError !== null ? null : ctx.clientError(final, ctx.rootRequestId));
       resolve(null);
     };
     attempt.cancellation.onCancel((err) => {

@@ -5,6 +5,7 @@ import type { ClientSink } from './client-sink.js';
 import type { Migration } from '../migration/migration.js';
 import type { RequestCancellation } from './request-cancellation.js';
 import type { ResponseRewrite } from '../relay/sse-relay.js';
+import type { ClientErrorFilter } from '../../client-errors.js';
 
 /** One client request as its attempts see it. */
 export interface RequestContext {
@@ -23,4 +24,6 @@ export interface RequestContext {
   readonly hops?: string;
   /** In-flight migration after commit (migration.ts): what was sent, the continuation body and seam. */
   readonly migration: Migration;
+  /** Every failure the client sees passes through it: no instance text unless configured (client-errors.ts). */
+  readonly clientError: ClientErrorFilter;
 }
