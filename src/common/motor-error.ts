@@ -20,7 +20,8 @@ export const ERROR_CODES = {
   /**
    * An engine refused a leg body as too large: it answered 413, or closed the connection while a
    * large leg body was being sent (its body limit, most likely; common/upload-refusal.ts). The
-   * request's, charged to no instance; the message names the engine's limit and Motor's.
+   * request's, charged to no instance; the logged message names the engine's limit and Motor's, the
+   * client's names the two settings to look at.
    */
   upload_refused: {
     status: 413,
